@@ -1,0 +1,66 @@
+package dev.idem.spi;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * Remembers which idempotency keys are claimed and completed. See DESIGN.md, "A key's life in
+ * the store":
+ * <pre>
+ * absent --claim--&gt; CLAIMED(token, lease, attempts, fingerprint)
+ * CLAIMED --complete(token)--&gt; COMPLETED (until retention runs out, then absent)
+ * CLAIMED --release(token)--&gt; absent
+ * CLAIMED, lease ran out --claim--&gt; CLAIMED by the new owner, attempts + 1
+ * </pre>
+ *
+ * <p>Implementations are thread-safe: the runtime calls them from many threads, and several
+ * processes may share one store. Every state change is atomic per key. Leases and retention use
+ * the store's own clock where it has one. Failures are {@link StoreException}s, never a
+ * silently wrong answer.
+ */
+public interface DedupStore extends AutoCloseable {
+
+    /**
+     * Claims a batch of keys atomically per key, in one round trip where the store allows it.
+     * A key repeated within the batch is acquired at most once; its later requests answer
+     * {@link ClaimResult.InProgress}.
+     *
+     * @return one result per request, in request order
+     * @throws StoreException when the store cannot answer; no key of the batch may then be assumed claimed
+     */
+    List<ClaimResult> claim(List<ClaimRequest> requests);
+
+    /**
+     * Marks a claimed key completed, to be remembered for {@code retention}.
+     *
+     * @return {@code false} if {@code token} is not the current owner's (the lease ran out and
+     *         another consumer took the key over); nothing is changed then
+     * @throws StoreException when the store cannot answer
+     */
+    boolean complete(StoreKey key, long token, Duration retention);
+
+    /**
+     * Gives a claimed key up, so that the next claim acquires it at once (the handler failed, the
+     * message is dead-lettered, or the runtime is stopping).
+     *
+     * @return {@code false} if {@code token} is not the current owner's; nothing is changed then
+     * @throws StoreException when the store cannot answer
+     */
+    boolean release(StoreKey key, long token);
+
+    /**
+     * Extends the lease of a claimed key to {@code lease} from now.
+     *
+     * @return {@code false} if {@code token} is not the current owner's; nothing is changed then
+     * @throws StoreException when the store cannot answer
+     */
+    boolean renew(StoreKey key, long token, Duration lease);
+
+    /** Checks that the store is reachable; used by readiness checks. */
+    default void checkHealth() {
+    }
+
+    /** Releases connections and threads. Called once, after the last other call. */
+    @Override
+    void close();
+}

@@ -1,0 +1,24 @@
+package dev.idem.spi;
+
+import java.util.Objects;
+
+/**
+ * An idempotency key as a store keeps it: the pipeline's namespace and the message's key.
+ * Two pipelines consuming the same message claim two different store keys.
+ *
+ * <p>Both parts are arbitrary UTF-8 text (quotes, colons, newlines included); the key part is
+ * at most {@value #MAX_ID_BYTES} bytes of UTF-8. Stores must compare them exactly.
+ *
+ * @param namespace the pipeline (consumer) name
+ * @param id the message's idempotency key
+ */
+public record StoreKey(String namespace, String id) {
+
+    /** The longest key, in UTF-8 bytes, the runtime hands to a store. */
+    public static final int MAX_ID_BYTES = 512;
+
+    public StoreKey {
+        Objects.requireNonNull(namespace, "namespace");
+        Objects.requireNonNull(id, "id");
+    }
+}

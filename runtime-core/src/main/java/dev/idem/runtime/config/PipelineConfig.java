@@ -1,0 +1,88 @@
+package dev.idem.runtime.config;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One pipeline's validated settings ({@code pipelines.<name>}).
+ *
+ * @param name the pipeline's name: the consumer name and the store key namespace
+ * @param source the topic or queue consumed
+ * @param handler the handler class name, or {@code null} when the handler is bound programmatically
+ * @param idExtractors the extractor chain; the first that finds a key wins
+ * @param missingId what happens to a message without a usable key
+ * @param fingerprint how payloads are fingerprinted
+ * @param fingerprintMismatch what happens to a duplicate whose payload differs
+ * @param ordering what must be processed in order
+ * @param concurrency how many handler runs at once
+ * @param maxInFlight how many deliveries the pipeline holds unsettled at once (back-pressure)
+ * @param lease how long a claim is exclusive before it may be taken over; renewed while the handler runs
+ * @param retention how long a completed key is remembered
+ * @param handlerTimeout how long one handler run may take before it is interrupted
+ * @param retry in-process retries of a failing handler
+ * @param maxDeliveries claims of one key without completion (crashed consumers) before dead-lettering
+ * @param deadLetter the dead-letter destination, or {@code null} for the adapter's default
+ */
+public record PipelineConfig(
+        String name,
+        String source,
+        String handler,
+        List<PluginSection> idExtractors,
+        MissingIdPolicy missingId,
+        FingerprintMode fingerprint,
+        MismatchPolicy fingerprintMismatch,
+        Ordering ordering,
+        int concurrency,
+        int maxInFlight,
+        Duration lease,
+        Duration retention,
+        Duration handlerTimeout,
+        RetryPolicy retry,
+        int maxDeliveries,
+        String deadLetter) {
+
+    public PipelineConfig {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(source, "source");
+        idExtractors = List.copyOf(idExtractors);
+    }
+
+    /** What happens to a message whose key is missing, over 512 bytes, or not valid UTF-8. */
+    public enum MissingIdPolicy {
+        /** Dead-letter it without running the handler. */
+        DEAD_LETTER,
+        /** Use the SHA-256 of the payload as its key. */
+        HASH,
+        /** Run the handler without any claim: no protection against duplicates. */
+        UNPROTECTED
+    }
+
+    /** How the payload fingerprint stored with each key is computed. */
+    public enum FingerprintMode {
+        /** SHA-256 of the payload. */
+        SHA256,
+        /** No fingerprint: a duplicate is never checked for a different payload. */
+        NONE
+    }
+
+    /** What happens to a duplicate key whose payload fingerprint differs from the completed one. */
+    public enum MismatchPolicy {
+        /** Dead-letter it: the same key with another payload is a producer bug worth a look. */
+        DEAD_LETTER,
+        /** Ack it like any duplicate, counting the mismatch. */
+        SKIP,
+        /** Run the handler anyway, unprotected, then ack. */
+        PROCESS
+    }
+
+    /** What is kept in order under concurrency. */
+    public enum Ordering {
+        /** Messages of one partition run one at a time, in order. */
+        PARTITION,
+        /** Messages with one idempotency key run one at a time, in order. */
+        KEY,
+        /** No order: any message may run on any worker. */
+        NONE
+    }
+}
