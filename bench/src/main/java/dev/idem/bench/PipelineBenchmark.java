@@ -1,0 +1,188 @@
+package dev.idem.bench;
+
+import dev.idem.runtime.Idem;
+import dev.idem.runtime.IdemRuntime;
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.DeadLetterReason;
+import dev.idem.spi.Delivery;
+import dev.idem.spi.DeliveryListener;
+import dev.idem.spi.InboundMessage;
+import dev.idem.spi.OutboundMessage;
+import dev.idem.spi.Subscription;
+import dev.idem.spi.SubscriptionRequest;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The whole pipeline per message: ID extraction from a header, SHA-256 fingerprint, one batched
+ * claim in the Caffeine store, a no-op handler on the pipeline's worker threads, completion, ack,
+ * metrics. The benchmark thread plays the broker adapter, handing over batches of {@value #BATCH}
+ * and waiting until every delivery of the batch is acked, so the score is settled messages per second.
+ *
+ * <p>{@code concurrency} is the number of pipeline worker threads (1 or 2); {@code duplicatePercent}
+ * is the share of messages whose ID repeats an earlier one (they are acked as duplicates without
+ * running the handler); {@code fingerprint} toggles the payload digest.
+ *
+ * <p>Run: {@code mvn -q -pl bench -am package -DskipTests && java -jar bench/target/benchmarks.jar PipelineBenchmark}
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
+public class PipelineBenchmark {
+
+    static final int BATCH = 1000;
+
+    @Param({"1", "2"})
+    int concurrency;
+
+    @Param({"0", "10", "50"})
+    int duplicatePercent;
+
+    @Param({"sha256", "none"})
+    String fingerprint;
+
+    private IdemRuntime runtime;
+    private final CapturingAdapter adapter = new CapturingAdapter();
+    private final SplittableRandom random = new SplittableRandom(7);
+    private final byte[] payload = "{\"orderId\":\"o-123\",\"amount\":4200,\"currency\":\"EUR\"}"
+            .getBytes(StandardCharsets.UTF_8);
+    private long nextId;
+    private List<Delivery> batch;
+    private final AtomicInteger settled = new AtomicInteger();
+
+    @Setup(Level.Trial)
+    public void start() {
+        String yaml = """
+                broker: { type: bench }
+                store:
+                  type: caffeine
+                  caffeine: { maximum-size: 2000000 }
+                pipelines:
+                  bench:
+                    source: in
+                    ordering: none
+                    concurrency: %d
+                    max-in-flight: %d
+                    fingerprint: %s
+                """.formatted(concurrency, BATCH * 4, fingerprint);
+        runtime = Idem.builder()
+                .configYaml(yaml)
+                .env(Map.of())
+                .broker("bench", adapter)
+                .handler("bench", (message, context) -> { })
+                .meterRegistry(new SimpleMeterRegistry())
+                .start();
+    }
+
+    @Setup(Level.Invocation)
+    public void nextBatch() {
+        List<Delivery> deliveries = new ArrayList<>(BATCH);
+        for (int i = 0; i < BATCH; i++) {
+            long id = nextId > 0 && random.nextInt(100) < duplicatePercent
+                    ? nextId - 1 - random.nextInt((int) Math.min(nextId, 10_000)) : nextId++;
+            Map<String, String> headers = Map.of("message-id", "order-" + id);
+            deliveries.add(new CountingDelivery(
+                    new InboundMessage("in", null, null, headers, payload, null, false, 1), settled));
+        }
+        batch = deliveries;
+        settled.set(0);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public int pipeline() {
+        adapter.listener.onDeliveries(batch);
+        while (settled.get() < BATCH) {
+            LockSupport.parkNanos(1_000);
+        }
+        return settled.get();
+    }
+
+    @TearDown(Level.Trial)
+    public void stop() {
+        runtime.stop(Duration.ofSeconds(10));
+    }
+
+    /** Plays the broker: keeps the pipeline's listener so the benchmark can push batches into it. */
+    static final class CapturingAdapter implements BrokerAdapter {
+        volatile DeliveryListener listener;
+
+        @Override
+        public Subscription subscribe(SubscriptionRequest request, DeliveryListener l) {
+            this.listener = l;
+            return new Subscription() {
+                @Override
+                public void stop() {
+                }
+
+                @Override
+                public void close() {
+                }
+            };
+        }
+
+        @Override
+        public void publish(String destination, OutboundMessage message) {
+            throw new UnsupportedOperationException("the benchmark adapter only consumes");
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    static final class CountingDelivery implements Delivery {
+        private final InboundMessage message;
+        private final AtomicInteger settled;
+
+        CountingDelivery(InboundMessage message, AtomicInteger settled) {
+            this.message = message;
+            this.settled = settled;
+        }
+
+        @Override
+        public InboundMessage message() {
+            return message;
+        }
+
+        @Override
+        public void ack() {
+            settled.incrementAndGet();
+        }
+
+        @Override
+        public void retryLater(Duration delay) {
+            throw new IllegalStateException("the benchmark expects no deferral: " + message.headers());
+        }
+
+        @Override
+        public void deadLetter(DeadLetterReason reason) {
+            throw new IllegalStateException("the benchmark expects no dead letter: " + reason);
+        }
+    }
+}

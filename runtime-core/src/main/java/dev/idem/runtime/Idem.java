@@ -1,0 +1,135 @@
+package dev.idem.runtime;
+
+import dev.idem.api.MessageHandler;
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.DedupStore;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.LongSupplier;
+
+/**
+ * The programmatic entry point: embeds the runtime in an application or a test.
+ *
+ * <pre>{@code
+ * try (IdemRuntime idem = Idem.builder()
+ *         .configFile(Path.of("conf/idem.yaml"))
+ *         .handler("orders", (message, context) -> charge(message))
+ *         .start()) {
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p>The configuration names the broker, the store and the pipelines. Broker adapters, stores and
+ * ID extractors are discovered through {@link java.util.ServiceLoader} on the given class loaders;
+ * an adapter or store instance passed to the builder is used under the id it is given instead, and
+ * is not closed by the runtime.
+ */
+public final class Idem {
+
+    private Idem() {
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Collects what the runtime needs. Not thread-safe; use it from one thread. */
+    public static final class Builder {
+
+        String yaml;
+        Path configFile;
+        Map<String, String> env = System.getenv();
+        final Map<String, MessageHandler> handlers = new LinkedHashMap<>();
+        final Map<String, BrokerAdapter> brokers = new LinkedHashMap<>();
+        final Map<String, DedupStore> stores = new LinkedHashMap<>();
+        List<ClassLoader> pluginLoaders = new ArrayList<>(List.of(Idem.class.getClassLoader()));
+        ClassLoader handlerLoader = Thread.currentThread().getContextClassLoader() != null
+                ? Thread.currentThread().getContextClassLoader() : Idem.class.getClassLoader();
+        MeterRegistry meterRegistry;
+        LongSupplier storeTicker = System::nanoTime;
+
+        private Builder() {
+        }
+
+        /** Reads the configuration from a YAML file. */
+        public Builder configFile(Path file) {
+            this.configFile = Objects.requireNonNull(file, "file");
+            this.yaml = null;
+            return this;
+        }
+
+        /** Takes the configuration as YAML text. */
+        public Builder configYaml(String yaml) {
+            this.yaml = Objects.requireNonNull(yaml, "yaml");
+            this.configFile = null;
+            return this;
+        }
+
+        /** The variables {@code ${VAR}} in the configuration resolve against; the process environment by default. */
+        public Builder env(Map<String, String> env) {
+            this.env = Map.copyOf(env);
+            return this;
+        }
+
+        /** Binds a handler instance to a pipeline; takes precedence over the pipeline's {@code handler} class. */
+        public Builder handler(String pipeline, MessageHandler handler) {
+            handlers.put(Objects.requireNonNull(pipeline, "pipeline"), Objects.requireNonNull(handler, "handler"));
+            return this;
+        }
+
+        /** Uses this adapter when {@code broker.type} is {@code id}; the caller keeps ownership and closes it. */
+        public Builder broker(String id, BrokerAdapter adapter) {
+            brokers.put(Objects.requireNonNull(id, "id"), Objects.requireNonNull(adapter, "adapter"));
+            return this;
+        }
+
+        /** Uses this store when {@code store.type} is {@code id}; the caller keeps ownership and closes it. */
+        public Builder store(String id, DedupStore store) {
+            stores.put(Objects.requireNonNull(id, "id"), Objects.requireNonNull(store, "store"));
+            return this;
+        }
+
+        /** Where plugins are discovered; the runtime's own class loader by default. */
+        public Builder pluginLoaders(List<ClassLoader> loaders) {
+            this.pluginLoaders = new ArrayList<>(loaders);
+            return this;
+        }
+
+        /** Where handler classes named in the configuration are loaded from. */
+        public Builder handlerLoader(ClassLoader loader) {
+            this.handlerLoader = Objects.requireNonNull(loader, "loader");
+            return this;
+        }
+
+        /** Where metrics go; a private {@code SimpleMeterRegistry} by default. */
+        public Builder meterRegistry(MeterRegistry registry) {
+            this.meterRegistry = Objects.requireNonNull(registry, "registry");
+            return this;
+        }
+
+        /** The time source given to in-process stores (tests inject a manual one). */
+        public Builder storeTicker(LongSupplier ticker) {
+            this.storeTicker = Objects.requireNonNull(ticker, "ticker");
+            return this;
+        }
+
+        /**
+         * Validates everything, creates the store and the broker adapter, and starts every pipeline.
+         *
+         * @throws dev.idem.spi.ConfigException listing every configuration problem
+         * @throws dev.idem.spi.PluginException if a plugin is missing, duplicated or broken
+         * @throws dev.idem.api.IdemException if the store or broker cannot be reached
+         */
+        public IdemRuntime start() {
+            if (yaml == null && configFile == null) {
+                throw new IllegalStateException("No configuration: call configFile(...) or configYaml(...)");
+            }
+            return IdemRuntime.start(this);
+        }
+    }
+}

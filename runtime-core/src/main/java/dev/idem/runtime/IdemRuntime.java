@@ -1,0 +1,267 @@
+package dev.idem.runtime;
+
+import dev.idem.api.IdemException;
+import dev.idem.api.MessageHandler;
+import dev.idem.runtime.config.ConfigLoader;
+import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.runtime.config.PluginSection;
+import dev.idem.runtime.config.PluginSpecs;
+import dev.idem.runtime.pipeline.Pipeline;
+import dev.idem.runtime.plugin.PluginRegistry;
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.IdExtractor;
+import dev.idem.spi.StoreContext;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Modifier;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SortedSet;
+import java.util.TreeSet;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running Idem: one broker adapter, one dedup store, its pipelines. Created by
+ * {@link Idem.Builder#start()}; thread-safe.
+ *
+ * <p>{@link #close()} stops gracefully within the configured {@code runtime.shutdown-timeout}:
+ * in-flight messages finish or are released and handed back unacked, then the adapter and the store
+ * the runtime created are closed.
+ */
+public final class IdemRuntime implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(IdemRuntime.class);
+
+    private final IdemConfig config;
+    private final MeterRegistry meterRegistry;
+    private final BrokerAdapter broker;
+    private final boolean ownsBroker;
+    private final DedupStore store;
+    private final boolean ownsStore;
+    private final List<Pipeline> pipelines;
+    private final ScheduledExecutorService scheduler;
+    private boolean stopped;
+
+    private IdemRuntime(IdemConfig config, MeterRegistry meterRegistry, BrokerAdapter broker, boolean ownsBroker,
+            DedupStore store, boolean ownsStore, List<Pipeline> pipelines, ScheduledExecutorService scheduler) {
+        this.config = config;
+        this.meterRegistry = meterRegistry;
+        this.broker = broker;
+        this.ownsBroker = ownsBroker;
+        this.store = store;
+        this.ownsStore = ownsStore;
+        this.pipelines = pipelines;
+        this.scheduler = scheduler;
+    }
+
+    static IdemRuntime start(Idem.Builder b) {
+        PluginRegistry registry = PluginRegistry.discover(b.pluginLoaders);
+        PluginSpecs specs = withInstances(registry, b);
+        IdemConfig config = b.yaml != null
+                ? ConfigLoader.parse(b.yaml, "configuration", b.env, specs)
+                : ConfigLoader.load(b.configFile, b.env, specs);
+
+        List<String> problems = new ArrayList<>();
+        Map<String, MessageHandler> handlers = new java.util.LinkedHashMap<>();
+        for (PipelineConfig p : config.pipelines().values()) {
+            MessageHandler h = b.handlers.get(p.name());
+            if (h == null) {
+                h = instantiateHandler(p, b.handlerLoader, problems);
+            }
+            if (h != null) {
+                handlers.put(p.name(), h);
+            }
+        }
+        for (String bound : b.handlers.keySet()) {
+            if (!config.pipelines().containsKey(bound)) {
+                problems.add("A handler is bound to pipeline '" + bound + "', which the configuration does not"
+                        + " declare. Declared: " + config.pipelines().keySet());
+            }
+        }
+        if (!problems.isEmpty()) {
+            throw new ConfigException(problems);
+        }
+
+        MeterRegistry meters = b.meterRegistry != null ? b.meterRegistry : new SimpleMeterRegistry();
+        DedupStore store = b.stores.get(config.store().type());
+        boolean ownsStore = store == null;
+        BrokerAdapter broker = null;
+        boolean ownsBroker = false;
+        ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "idem-lease-keeper");
+            t.setDaemon(true);
+            return t;
+        });
+        List<Pipeline> started = new ArrayList<>();
+        try {
+            if (ownsStore) {
+                store = registry.store(config.store().type())
+                        .create(config.store().config(), new StoreContext(b.storeTicker));
+            }
+            broker = b.brokers.get(config.broker().type());
+            ownsBroker = broker == null;
+            if (ownsBroker) {
+                broker = registry.broker(config.broker().type()).create(config.broker().config());
+            }
+            for (PipelineConfig p : config.pipelines().values()) {
+                List<IdExtractor> chain = new ArrayList<>();
+                for (PluginSection section : p.idExtractors()) {
+                    chain.add(registry.idExtractor(section.type()).create(section.config()));
+                }
+                Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chain, meters);
+                pipeline.start(broker, scheduler);
+                started.add(pipeline);
+            }
+        } catch (RuntimeException e) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            for (Pipeline p : started) {
+                p.stop(deadline);
+            }
+            scheduler.shutdownNow();
+            closeQuietly(ownsBroker ? broker : null, ownsStore ? store : null);
+            throw e;
+        }
+        log.info("Idem started: broker '{}', store '{}', {} pipeline(s) {}", config.broker().type(),
+                config.store().type(), started.size(), config.pipelines().keySet());
+        return new IdemRuntime(config, meters, broker, ownsBroker, store, ownsStore, List.copyOf(started), scheduler);
+    }
+
+    /** The discovered plugins plus the instances given to the builder, under their ids. */
+    private static PluginSpecs withInstances(PluginRegistry registry, Idem.Builder b) {
+        return new PluginSpecs() {
+            @Override
+            public Optional<ConfigSpec> spec(Kind kind, String id) {
+                if ((kind == Kind.BROKER && b.brokers.containsKey(id)) || (kind == Kind.STORE && b.stores.containsKey(id))) {
+                    return Optional.of(ConfigSpec.empty());
+                }
+                return registry.spec(kind, id);
+            }
+
+            @Override
+            public SortedSet<String> ids(Kind kind) {
+                SortedSet<String> ids = new TreeSet<>(registry.ids(kind));
+                if (kind == Kind.BROKER) {
+                    ids.addAll(b.brokers.keySet());
+                } else if (kind == Kind.STORE) {
+                    ids.addAll(b.stores.keySet());
+                }
+                return ids;
+            }
+        };
+    }
+
+    private static MessageHandler instantiateHandler(PipelineConfig p, ClassLoader loader, List<String> problems) {
+        String path = "pipelines." + p.name() + ".handler";
+        if (p.handler() == null) {
+            problems.add("Missing required key " + path + ": name the handler class (a public class implementing "
+                    + MessageHandler.class.getName() + " with a public no-arg constructor), or bind a handler"
+                    + " with Idem.builder().handler(\"" + p.name() + "\", ...)");
+            return null;
+        }
+        Class<?> type;
+        try {
+            type = Class.forName(p.handler(), false, loader);
+        } catch (ClassNotFoundException | LinkageError e) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") could not be loaded: " + e
+                    + ". Is its JAR in handlers/?");
+            return null;
+        }
+        if (!MessageHandler.class.isAssignableFrom(type)) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") does not implement "
+                    + MessageHandler.class.getName());
+            return null;
+        }
+        if (Modifier.isAbstract(type.getModifiers()) || !Modifier.isPublic(type.getModifiers())) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") must be public and not abstract");
+            return null;
+        }
+        try {
+            Constructor<?> constructor = type.getConstructor();
+            return (MessageHandler) constructor.newInstance();
+        } catch (NoSuchMethodException e) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") has no public no-arg constructor");
+        } catch (InvocationTargetException e) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") threw from its constructor: "
+                    + e.getCause());
+        } catch (ReflectiveOperationException | LinkageError e) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") could not be created: " + e);
+        }
+        return null;
+    }
+
+    public IdemConfig config() {
+        return config;
+    }
+
+    public MeterRegistry meterRegistry() {
+        return meterRegistry;
+    }
+
+    /** Messages handed over to the pipelines and not yet settled, over all pipelines. */
+    public int inFlight() {
+        int sum = 0;
+        for (Pipeline p : pipelines) {
+            sum += p.inFlight();
+        }
+        return sum;
+    }
+
+    /**
+     * Stops gracefully: every pipeline stops taking messages, in-flight work finishes until
+     * {@code timeout}, then what is left is interrupted, released and handed back unacked.
+     * Idempotent.
+     *
+     * @return true if all in-flight work finished in time
+     */
+    public synchronized boolean stop(Duration timeout) {
+        if (stopped) {
+            return true;
+        }
+        stopped = true;
+        long deadline = System.nanoTime() + timeout.toNanos();
+        boolean drained = true;
+        for (Pipeline p : pipelines) {
+            drained &= p.stop(deadline);
+        }
+        scheduler.shutdownNow();
+        closeQuietly(ownsBroker ? broker : null, ownsStore ? store : null);
+        log.info("Idem stopped");
+        return drained;
+    }
+
+    /** {@link #stop(Duration)} with the configured {@code runtime.shutdown-timeout}. */
+    @Override
+    public void close() {
+        stop(config.runtime().shutdownTimeout());
+    }
+
+    private static void closeQuietly(BrokerAdapter broker, DedupStore store) {
+        if (broker != null) {
+            try {
+                broker.close();
+            } catch (IdemException | IllegalStateException e) {
+                log.warn("Closing the broker adapter failed", e);
+            }
+        }
+        if (store != null) {
+            try {
+                store.close();
+            } catch (IdemException | IllegalStateException e) {
+                log.warn("Closing the dedup store failed", e);
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+package dev.idem.runtime.extract;
+
+import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.IdExtractor;
+import dev.idem.spi.IdExtractorProvider;
+import dev.idem.spi.PluginConfig;
+
+/**
+ * {@code template}: the key is built from several fields, a business key such as
+ * {@code order-{/orderId}-{/lineNo}} or {@code {header:tenant}:{/orderId}}. Placeholders:
+ * {@code {/json/pointer}} (a payload value, as {@code json-pointer} reads it), {@code {header:name}},
+ * {@code {key}}, {@code {source}}, {@code {partition}} and {@code {broker-id}}; <code>{{</code> and
+ * <code>}}</code> are literal braces. If any field is missing or blank the message has no key.
+ *
+ * <p>The template is parsed once, in {@link #create}, which throws {@link dev.idem.spi.ConfigException}
+ * naming the template and what is wrong with it (an unclosed brace, an unknown placeholder, no
+ * placeholder at all). The extractor throws {@link IllegalArgumentException} when the template reads
+ * the payload and it is not UTF-8 JSON. Stateless and thread-safe, like the extractors it creates.
+ */
+public final class TemplateIdExtractorProvider implements IdExtractorProvider {
+
+    static final ConfigKey<String> TEMPLATE = ConfigKey.string("template")
+            .required()
+            .doc("The key, as text with placeholders: " + Template.PLACEHOLDERS
+                    + ", for example order-{/orderId}-{/lineNo}. Write {{ and }} for literal braces."
+                    + " A message missing any field has no key.");
+
+    private static final ConfigSpec SPEC = ConfigSpec.builder().define(TEMPLATE).build();
+
+    @Override
+    public String id() {
+        return "template";
+    }
+
+    @Override
+    public ConfigSpec configSpec() {
+        return SPEC;
+    }
+
+    @Override
+    public IdExtractor create(PluginConfig config) {
+        String text = config.get(TEMPLATE);
+        try {
+            return new TemplateIdExtractor(text, Template.parse(text));
+        } catch (IllegalArgumentException e) {
+            throw Values.invalid(config, TEMPLATE, text, e.getMessage());
+        }
+    }
+}

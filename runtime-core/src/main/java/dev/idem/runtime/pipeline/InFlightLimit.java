@@ -1,0 +1,93 @@
+package dev.idem.runtime.pipeline;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Bounds the deliveries a pipeline holds unsettled: the adapter's thread blocks in
+ * {@link #acquire} until there is room. A batch larger than the bound is let in once nothing else
+ * is in flight, so an oversized batch cannot deadlock.
+ */
+final class InFlightLimit {
+
+    private final int max;
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition roomFreed = lock.newCondition();
+    private volatile int waiters;
+
+    InFlightLimit(int max) {
+        this.max = max;
+    }
+
+    void acquire(int n) throws InterruptedException {
+        if (tryAdd(n)) {
+            return;
+        }
+        lock.lockInterruptibly();
+        try {
+            waiters++;
+            try {
+                while (!tryAdd(n)) {
+                    roomFreed.await(100, TimeUnit.MILLISECONDS);
+                }
+            } finally {
+                waiters--;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean tryAdd(int n) {
+        while (true) {
+            int current = inFlight.get();
+            if (current > 0 && current + n > max) {
+                return false;
+            }
+            if (inFlight.compareAndSet(current, current + n)) {
+                return true;
+            }
+        }
+    }
+
+    void release(int n) {
+        inFlight.addAndGet(-n);
+        if (waiters > 0) {
+            lock.lock();
+            try {
+                roomFreed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    int inFlight() {
+        return inFlight.get();
+    }
+
+    /** Waits until nothing is in flight or the deadline (System.nanoTime) passes; true if drained. */
+    boolean awaitDrained(long deadlineNanos) throws InterruptedException {
+        while (inFlight.get() > 0) {
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            lock.lockInterruptibly();
+            try {
+                waiters++;
+                try {
+                    roomFreed.await(Math.min(left, TimeUnit.MILLISECONDS.toNanos(50)), TimeUnit.NANOSECONDS);
+                } finally {
+                    waiters--;
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+        return true;
+    }
+}

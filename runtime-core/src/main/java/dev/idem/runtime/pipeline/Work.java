@@ -1,0 +1,123 @@
+package dev.idem.runtime.pipeline;
+
+import dev.idem.spi.Delivery;
+import dev.idem.spi.InboundMessage;
+import dev.idem.spi.StoreKey;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One delivery's way through a pipeline: its key, its claim and the state of its current handler
+ * run. Written by one thread at a time (the adapter's, then a lane's); the lease keeper reads the
+ * volatile fields and interrupts a run through {@link #interruptIfOverdue}.
+ */
+final class Work {
+
+    private static final int IDLE = 0;
+    private static final int RUNNING = 1;
+    private static final int INTERRUPTING = 2;
+    private static final int INTERRUPTED = 3;
+
+    final Delivery delivery;
+    final InboundMessage message;
+
+    /** The idempotency key without namespace; {@code null} when unprotected. */
+    String key;
+    StoreKey storeKey;
+    String fingerprint;
+    boolean claimed;
+    long token;
+    int storeAttempt = 1;
+    /** Whether the handler is to run for it (claimed, or unprotected by policy). */
+    boolean dispatch;
+    /** Later copies of the same key in the same batch; they share this work's outcome. */
+    java.util.List<Work> followers;
+    /** Whether it counts against the pipeline's in-flight limit until settled. */
+    boolean counted;
+
+    volatile long leaseRenewedAtNanos;
+    volatile boolean leaseLost;
+
+    private final AtomicInteger runState = new AtomicInteger(IDLE);
+    private volatile Thread runner;
+    private volatile long deadlineNanos;
+    private boolean settled;
+
+    Work(Delivery delivery) {
+        this.delivery = delivery;
+        this.message = delivery.message();
+    }
+
+    /**
+     * Makes {@code follower} share this work's outcome, unless this work is already settled.
+     * Synchronized with {@link #markSettled} so no follower attaches after the followers were settled.
+     */
+    synchronized boolean addFollower(Work follower) {
+        if (settled) {
+            return false;
+        }
+        if (followers == null) {
+            followers = new java.util.ArrayList<>(2);
+        }
+        followers.add(follower);
+        return true;
+    }
+
+    /** Marks the delivery settled; false if it already was, so no path settles twice. */
+    synchronized boolean markSettled() {
+        if (settled) {
+            return false;
+        }
+        settled = true;
+        return true;
+    }
+
+    void beginRun(long deadlineNanos) {
+        this.deadlineNanos = deadlineNanos;
+        this.runner = Thread.currentThread();
+        runState.set(RUNNING);
+    }
+
+    /**
+     * Ends the run; if the lease keeper is interrupting it, waits for the interrupt to land and
+     * clears it, so it cannot hit the store call that follows.
+     */
+    void endRun() {
+        if (!runState.compareAndSet(RUNNING, IDLE)) {
+            while (runState.get() == INTERRUPTING) {
+                Thread.onSpinWait();
+            }
+            Thread.interrupted();
+            runState.set(IDLE);
+        }
+        runner = null;
+    }
+
+    /** Called by the lease keeper; returns true if it interrupted the run. */
+    boolean interruptIfOverdue(long nowNanos) {
+        if (runState.get() != RUNNING || nowNanos - deadlineNanos < 0) {
+            return false;
+        }
+        return interruptRun();
+    }
+
+    /** Interrupts the current handler run, if any; used by timeouts and by an aborted stop. */
+    boolean interruptRun() {
+        Thread thread = runner;
+        if (thread == null || !runState.compareAndSet(RUNNING, INTERRUPTING)) {
+            return false;
+        }
+        thread.interrupt();
+        runState.set(INTERRUPTED);
+        return true;
+    }
+
+    boolean isRunning() {
+        return runState.get() == RUNNING;
+    }
+
+    String describe() {
+        return "message " + (key != null ? "key '" + key + "'" : "without key")
+                + (message.brokerMessageId() != null ? " (broker id " + message.brokerMessageId() + ")" : "")
+                + " from " + message.source();
+    }
+}

@@ -1,0 +1,98 @@
+package dev.idem.runtime.config;
+
+import static dev.idem.runtime.config.Configs.MINIMAL;
+import static dev.idem.runtime.config.Configs.load;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class ConfigPrinterTest {
+
+    @Test
+    void printsTheEffectiveConfigurationWithEveryDefault() {
+        String printed = ConfigPrinter.print(load(MINIMAL));
+
+        assertThat(printed).isEqualTo("""
+                broker:
+                  type: activemq
+                  activemq:
+                    url: vm://embedded
+                    user: admin
+                    prefetch: 100
+                    persistent: true
+                    client: {}
+                store:
+                  type: caffeine
+                  caffeine:
+                    maximum-size: 100000
+                pipelines:
+                  orders:
+                    source: orders
+                    id:
+                      - type: header
+                        name: message-id
+                    missing-id: dead-letter
+                    fingerprint: sha256
+                    fingerprint-mismatch: dead-letter
+                    ordering: key
+                    concurrency: 4
+                    max-in-flight: 1000
+                    lease: 30s
+                    retention: 7d
+                    handler-timeout: 30s
+                    retry:
+                      max-attempts: 3
+                      initial-backoff: 100ms
+                      max-backoff: 10s
+                      multiplier: 2.0
+                    max-deliveries: 5
+                runtime:
+                  shutdown-timeout: 30s
+                """);
+    }
+
+    @Test
+    void masksSecretsAndSecretLookingNativeSettings() {
+        String yaml = MINIMAL.replace("url: vm://embedded", """
+                url: vm://embedded
+                    password: ${AMQ_PASSWORD}
+                    client:
+                      sasl.jaas.config: module required password="hunter3";
+                      max.poll.records: 10""");
+
+        String printed = ConfigPrinter.print(load(yaml, Map.of("AMQ_PASSWORD", "hunter2")));
+
+        assertThat(printed)
+                .doesNotContain("hunter")
+                .contains("    password: '******'\n")
+                .contains("      sasl.jaas.config: '******'\n")
+                .contains("max.poll.records: \"10\"");
+    }
+
+    @Test
+    void printedConfigurationLoadsBackEqual() {
+        IdemConfig config = load(Configs.withPipelineKeys("""
+                handler: com.example.OrderHandler
+                id:
+                  - type: json-pointer
+                    pointer: /orderId
+                  - type: header
+                    name: message-id
+                missing-id: unprotected
+                ordering: none
+                concurrency: 32
+                lease: 90s
+                retry:
+                  multiplier: 1.5
+                  initial-backoff: 1ms
+                dead-letter: orders.DLQ
+                """).replace("url: vm://embedded", "url: vm://embedded\n    client: {a.b: 1, c: x}")
+                + "  audit:\n    source: audit\n    retention: 1h\nruntime:\n  shutdown-timeout: 0\n");
+
+        IdemConfig reloaded = load(ConfigPrinter.print(config));
+
+        assertThat(reloaded).isEqualTo(config);
+        assertThat(reloaded.pipelines().keySet()).containsExactly("orders", "audit");
+    }
+}

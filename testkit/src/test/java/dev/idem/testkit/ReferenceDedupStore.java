@@ -1,0 +1,157 @@
+package dev.idem.testkit;
+
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreKey;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * The simplest store that can be right: one lock, one map. It proves the contract passable, and its
+ * {@link Flaw}s prove the contract catches what it claims to catch.
+ */
+final class ReferenceDedupStore implements DedupStore {
+
+    /** A deliberate bug, one at a time. */
+    enum Flaw {
+        NONE,
+        /** complete, release and renew accept any token: no fencing. */
+        IGNORES_TOKENS,
+        /** keys are stored as {@code namespace + ":" + id}. */
+        JOINS_KEY_PARTS,
+        /** claims are forgotten when their lease ends, with their attempt count. */
+        FORGETS_EXPIRED_CLAIMS,
+        /** ids are compared case-insensitively, as some SQL collations do. */
+        IGNORES_CASE,
+        /** check-then-act without a lock. */
+        RACY,
+        /** the token is the attempt number, so tokens repeat across keys. */
+        REUSES_TOKENS,
+    }
+
+    private record State(long token, int attempts, String fingerprint, boolean completed,
+            long leaseUntil, long claimRetention, long expiresAt) {
+    }
+
+    private final Map<Object, State> states = new ConcurrentHashMap<>();
+    private final AtomicLong tokens = new AtomicLong();
+    private final LongSupplier ticker;
+    private final Flaw flaw;
+
+    ReferenceDedupStore(LongSupplier ticker, Flaw flaw) {
+        this.ticker = ticker;
+        this.flaw = flaw;
+    }
+
+    @Override
+    public List<ClaimResult> claim(List<ClaimRequest> requests) {
+        List<ClaimResult> results = new ArrayList<>(requests.size());
+        Set<Long> acquiredHere = new HashSet<>();
+        for (ClaimRequest request : requests) {
+            if (flaw == Flaw.RACY) {
+                results.add(claimOne(request, acquiredHere));
+            } else {
+                synchronized (this) {
+                    results.add(claimOne(request, acquiredHere));
+                }
+            }
+        }
+        return results;
+    }
+
+    private ClaimResult claimOne(ClaimRequest request, Set<Long> acquiredHere) {
+        long now = ticker.getAsLong();
+        Object key = storageKey(request.key());
+        State state = live(key, now);
+        if (state != null && state.completed()) {
+            return new ClaimResult.Duplicate(state.fingerprint() == null || request.fingerprint() == null
+                    || state.fingerprint().equals(request.fingerprint()));
+        }
+        if (state != null && (state.leaseUntil() - now > 0 || acquiredHere.contains(state.token()))) {
+            return new ClaimResult.InProgress(Duration.ofNanos(Math.max(1, state.leaseUntil() - now)));
+        }
+        int attempt = state == null ? 1 : state.attempts() + 1;
+        long token = flaw == Flaw.REUSES_TOKENS ? attempt : tokens.incrementAndGet();
+        long leaseUntil = now + request.lease().toNanos();
+        long claimRetention = flaw == Flaw.FORGETS_EXPIRED_CLAIMS ? 0 : request.retention().toNanos();
+        if (flaw == Flaw.RACY) {
+            Thread.yield();
+        }
+        states.put(key, new State(token, attempt, request.fingerprint(), false, leaseUntil, claimRetention,
+                leaseUntil + claimRetention));
+        acquiredHere.add(token);
+        return new ClaimResult.Acquired(token, attempt);
+    }
+
+    @Override
+    public synchronized boolean complete(StoreKey key, long token, Duration retention) {
+        long now = ticker.getAsLong();
+        State state = owned(key, token, now);
+        if (state == null) {
+            return false;
+        }
+        states.put(storageKey(key), new State(state.token(), state.attempts(), state.fingerprint(), true, 0, 0,
+                now + retention.toNanos()));
+        return true;
+    }
+
+    @Override
+    public synchronized boolean release(StoreKey key, long token) {
+        if (owned(key, token, ticker.getAsLong()) == null) {
+            return false;
+        }
+        states.remove(storageKey(key));
+        return true;
+    }
+
+    @Override
+    public synchronized boolean renew(StoreKey key, long token, Duration lease) {
+        long now = ticker.getAsLong();
+        State state = owned(key, token, now);
+        if (state == null) {
+            return false;
+        }
+        long leaseUntil = now + lease.toNanos();
+        states.put(storageKey(key), new State(state.token(), state.attempts(), state.fingerprint(), false,
+                leaseUntil, state.claimRetention(), leaseUntil + state.claimRetention()));
+        return true;
+    }
+
+    @Override
+    public void close() {
+        states.clear();
+    }
+
+    private State owned(StoreKey key, long token, long now) {
+        State state = live(storageKey(key), now);
+        if (state == null || state.completed() || (state.token() != token && flaw != Flaw.IGNORES_TOKENS)) {
+            return null;
+        }
+        return state;
+    }
+
+    private State live(Object key, long now) {
+        State state = states.get(key);
+        return state == null || state.expiresAt() - now <= 0 ? null : state;
+    }
+
+    private Object storageKey(StoreKey key) {
+        switch (flaw) {
+            case JOINS_KEY_PARTS:
+                return key.namespace() + ":" + key.id();
+            case IGNORES_CASE:
+                return new StoreKey(key.namespace(), key.id().toLowerCase(Locale.ROOT));
+            default:
+                return key;
+        }
+    }
+}
