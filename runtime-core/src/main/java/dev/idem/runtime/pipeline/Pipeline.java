@@ -8,6 +8,7 @@ import dev.idem.runtime.config.RetryPolicy;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.Delivery;
@@ -120,8 +121,8 @@ public final class Pipeline implements DeliveryListener {
         subscription = adapter.subscribe(
                 new SubscriptionRequest(namespace, config.source(), config.maxInFlight(), config.deadLetter()), this);
         log.info("Pipeline '{}' consuming '{}' (ordering {}, concurrency {}, lease {}, retention {})", namespace,
-                config.source(), config.ordering().name().toLowerCase(), config.concurrency(), config.lease(),
-                config.retention());
+                config.source(), config.ordering().name().toLowerCase(), config.concurrency(),
+                ConfigKey.formatDuration(config.lease()), ConfigKey.formatDuration(config.retention()));
     }
 
     // ---------------------------------------------------------------- receive, extract, claim
@@ -215,64 +216,101 @@ public final class Pipeline implements DeliveryListener {
         lanes.dispatch(runnable, this::run, this::abandonAll);
     }
 
-    /** Claims the batch, retrying a failing store with back-off; false if it stayed unavailable. */
+    /**
+     * Claims the batch, retrying a failing store with back-off; false if it stayed unavailable.
+     * A key found in progress with no holder in this pipeline may have been completed by this very
+     * pipeline between the store's answer and the look-up: those are asked once more before being deferred.
+     */
     private boolean claimAll(List<ClaimRequest> requests, List<Work> claiming) {
-        List<ClaimResult> results = null;
+        List<ClaimResult> results = claimWithRetry(requests);
+        if (results == null) {
+            return false;
+        }
+        List<ClaimRequest> recheckRequests = null;
+        List<Work> recheck = null;
+        for (int j = 0; j < requests.size(); j++) {
+            if (!apply(claiming.get(j), results.get(j), true)) {
+                if (recheck == null) {
+                    recheckRequests = new ArrayList<>();
+                    recheck = new ArrayList<>();
+                }
+                recheckRequests.add(requests.get(j));
+                recheck.add(claiming.get(j));
+            }
+        }
+        if (recheck != null) {
+            List<ClaimResult> again = claimWithRetry(recheckRequests);
+            for (int j = 0; j < recheck.size(); j++) {
+                if (again == null) {
+                    retryLater(recheck.get(j), STORE_BACKOFF_MAX);
+                } else {
+                    apply(recheck.get(j), again.get(j), false);
+                }
+            }
+        }
+        return true;
+    }
+
+    private List<ClaimResult> claimWithRetry(List<ClaimRequest> requests) {
         long giveUpAt = System.nanoTime() + Math.min(leaseNanos, TimeUnit.SECONDS.toNanos(30));
         Duration backoff = STORE_BACKOFF_MIN;
-        while (results == null) {
+        while (true) {
             long start = System.nanoTime();
             try {
-                results = store.claim(requests);
+                List<ClaimResult> results = store.claim(requests);
                 metrics.claim.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
                 if (results.size() != requests.size()) {
                     throw new StoreException("The store answered " + results.size() + " results for a batch of "
                             + requests.size() + " claims", false);
                 }
+                return results;
             } catch (StoreException e) {
-                results = null;
                 metrics.claim.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
                 if (state != State.RUNNING || System.nanoTime() + backoff.toNanos() - giveUpAt > 0) {
                     log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); handing it back to the"
                             + " broker unacked", namespace, requests.size(), e.getMessage());
                     metrics.storeUnavailable.increment(requests.size());
-                    return false;
+                    return null;
                 }
                 log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); retrying in {}", namespace,
-                        requests.size(), e.getMessage(), backoff);
+                        requests.size(), e.getMessage(), ConfigKey.formatDuration(backoff));
                 if (!pause(backoff)) {
                     metrics.storeUnavailable.increment(requests.size());
-                    return false;
+                    return null;
                 }
                 backoff = backoff.multipliedBy(2).compareTo(STORE_BACKOFF_MAX) > 0 ? STORE_BACKOFF_MAX
                         : backoff.multipliedBy(2);
             }
         }
-        for (int j = 0; j < requests.size(); j++) {
-            Work w = claiming.get(j);
-            ClaimResult result = results.get(j);
-            if (result instanceof ClaimResult.Acquired acquired) {
-                w.claimed = true;
-                w.token = acquired.token();
-                w.storeAttempt = acquired.attempt();
-                w.leaseRenewedAtNanos = System.nanoTime();
-                heldKeys.put(w.key, w);
-                if (acquired.attempt() > config.maxDeliveries()) {
-                    deadLetter(w, "max-deliveries", "the key was claimed " + acquired.attempt()
-                            + " times without completing (max-deliveries " + config.maxDeliveries()
-                            + "): consumers died or lost their lease while handling it", acquired.attempt() - 1);
-                } else {
-                    w.dispatch = true;
-                }
-            } else if (result instanceof ClaimResult.Duplicate duplicate) {
-                onDuplicate(w, duplicate.fingerprintMatches());
-            } else if (result instanceof ClaimResult.InProgress inProgress) {
-                Work holder = heldKeys.get(w.key);
-                if (holder == null || !Objects.equals(holder.fingerprint, w.fingerprint) || !holder.addFollower(w)) {
-                    metrics.deferred.increment();
-                    retryLater(w, inProgress.retryAfter());
-                }
+    }
+
+    /** Acts on one claim result; false when an in-progress answer should be asked again first. */
+    private boolean apply(Work w, ClaimResult result, boolean mayRecheck) {
+        if (result instanceof ClaimResult.Acquired acquired) {
+            w.claimed = true;
+            w.token = acquired.token();
+            w.storeAttempt = acquired.attempt();
+            w.leaseRenewedAtNanos = System.nanoTime();
+            heldKeys.put(w.key, w);
+            if (acquired.attempt() > config.maxDeliveries()) {
+                deadLetter(w, "max-deliveries", "the key was claimed " + acquired.attempt()
+                        + " times without completing (max-deliveries " + config.maxDeliveries()
+                        + "): consumers died or lost their lease while handling it", acquired.attempt() - 1);
+            } else {
+                w.dispatch = true;
             }
+        } else if (result instanceof ClaimResult.Duplicate duplicate) {
+            onDuplicate(w, duplicate.fingerprintMatches());
+        } else if (result instanceof ClaimResult.InProgress inProgress) {
+            Work holder = heldKeys.get(w.key);
+            if (holder != null && Objects.equals(holder.fingerprint, w.fingerprint) && holder.addFollower(w)) {
+                return true;
+            }
+            if (holder == null && mayRecheck) {
+                return false;
+            }
+            metrics.deferred.increment();
+            retryLater(w, inProgress.retryAfter());
         }
         return true;
     }
@@ -555,7 +593,7 @@ public final class Pipeline implements DeliveryListener {
             try {
                 if (w.interruptIfOverdue(now)) {
                     log.warn("Pipeline '{}': {} ran past its handler-timeout of {}; interrupted", namespace,
-                            w.describe(), config.handlerTimeout());
+                            w.describe(), ConfigKey.formatDuration(config.handlerTimeout()));
                 }
                 if (w.claimed && !w.leaseLost && now - w.leaseRenewedAtNanos >= renewAfterNanos) {
                     renew(w, now);
