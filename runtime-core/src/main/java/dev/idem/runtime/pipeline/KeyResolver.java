@@ -13,12 +13,6 @@ import java.util.List;
  */
 final class KeyResolver {
 
-    enum Outcome { CLAIM, UNPROTECTED, REJECT }
-
-    /** The verdict for one message; {@code cause}/{@code detail} only for {@link Outcome#REJECT}. */
-    record Resolution(Outcome outcome, String key, String cause, String detail) {
-    }
-
     static final String HASH_PREFIX = "sha256:";
 
     private final IdExtractor[] chain;
@@ -29,7 +23,12 @@ final class KeyResolver {
         this.policy = policy;
     }
 
-    Resolution resolve(dev.idem.spi.InboundMessage message) {
+    /**
+     * Sets {@code work.key} to the key to claim; leaves it {@code null} for a message to run unprotected,
+     * or sets {@code work.rejectCause} and {@code work.rejectDetail} for one to dead-letter.
+     */
+    void resolve(Work work) {
+        dev.idem.spi.InboundMessage message = work.message;
         String key = null;
         String problem = null;
         String cause = "missing-id";
@@ -54,15 +53,18 @@ final class KeyResolver {
             problem = "the idempotency key could not be read: " + e.getMessage();
         }
         if (problem == null) {
-            return new Resolution(Outcome.CLAIM, key, null, null);
+            work.key = key;
+            return;
         }
         switch (policy) {
             case HASH:
-                return new Resolution(Outcome.CLAIM, HASH_PREFIX + Fingerprints.sha256(message.payload()), null, null);
+                work.key = HASH_PREFIX + Fingerprints.sha256(message.payload());
+                break;
             case UNPROTECTED:
-                return new Resolution(Outcome.UNPROTECTED, null, null, null);
+                break;
             default:
-                return new Resolution(Outcome.REJECT, null, cause, problem);
+                work.rejectCause = cause;
+                work.rejectDetail = problem;
         }
     }
 

@@ -63,7 +63,8 @@ public final class Pipeline implements DeliveryListener {
     private final Lanes lanes;
     private final InFlightLimit limit;
     private final System.Logger handlerLogger;
-    private final Set<Work> tracked = ConcurrentHashMap.newKeySet();
+    /** Dispatched batches with work not yet finished: what the lease keeper watches. */
+    private final Set<Batch> tracked = ConcurrentHashMap.newKeySet();
     /** Claims this pipeline holds, by key: a copy that comes while one is held follows it. */
     private final Map<String, Work> heldKeys = new ConcurrentHashMap<>();
     private final long leaseNanos;
@@ -177,28 +178,24 @@ public final class Pipeline implements DeliveryListener {
             Work w = new Work(batch.get(i));
             w.counted = true;
             works[i] = w;
-            KeyResolver.Resolution r = keys.resolve(w.message);
-            switch (r.outcome()) {
-                case CLAIM:
-                    w.key = r.key();
-                    w.storeKey = new StoreKey(namespace, r.key());
-                    w.fingerprint = fingerprinting ? Fingerprints.sha256(w.message.payload()) : null;
-                    if (firstCopies != null) {
-                        Work first = firstCopies.putIfAbsent(r.key(), w);
-                        if (first != null && Objects.equals(first.fingerprint, w.fingerprint)) {
-                            first.addFollower(w);
-                            break;
-                        }
+            keys.resolve(w);
+            if (w.key != null) {
+                w.storeKey = new StoreKey(namespace, w.key);
+                w.fingerprint = fingerprinting ? Fingerprints.sha256(w.message.payload()) : null;
+                if (firstCopies != null) {
+                    Work first = firstCopies.putIfAbsent(w.key, w);
+                    if (first != null && Objects.equals(first.fingerprint, w.fingerprint)) {
+                        first.addFollower(w);
+                        continue;
                     }
-                    requests.add(new ClaimRequest(w.storeKey, w.fingerprint, config.lease(), config.retention()));
-                    claiming.add(w);
-                    break;
-                case UNPROTECTED:
-                    metrics.unprotected.increment();
-                    w.dispatch = true;
-                    break;
-                default:
-                    deadLetter(w, r.cause(), r.detail(), 0);
+                }
+                requests.add(new ClaimRequest(w.storeKey, w.fingerprint, config.lease(), config.retention()));
+                claiming.add(w);
+            } else if (w.rejectCause == null) {
+                metrics.unprotected.increment();
+                w.dispatch = true;
+            } else {
+                deadLetter(w, w.rejectCause, w.rejectDetail, 0);
             }
         }
         if (!requests.isEmpty() && !claimAll(requests, claiming)) {
@@ -209,11 +206,13 @@ public final class Pipeline implements DeliveryListener {
         List<Work> runnable = new ArrayList<>(n);
         for (Work w : works) {
             if (w.dispatch) {
-                tracked.add(w);
                 runnable.add(w);
             }
         }
-        lanes.dispatch(runnable, this::run, this::abandonAll);
+        if (!runnable.isEmpty()) {
+            tracked.add(new Batch(runnable));
+            lanes.dispatch(runnable, this::run, this::abandonAll);
+        }
     }
 
     /**
@@ -353,7 +352,13 @@ public final class Pipeline implements DeliveryListener {
                     w.describe(), e);
             abandon(w);
         } finally {
-            tracked.remove(w);
+            finished(w);
+        }
+    }
+
+    private void finished(Work w) {
+        if (w.batch.finish()) {
+            tracked.remove(w.batch);
         }
     }
 
@@ -551,8 +556,8 @@ public final class Pipeline implements DeliveryListener {
 
     private void abandonAll(List<Work> works) {
         for (Work w : works) {
-            tracked.remove(w);
             abandon(w);
+            finished(w);
         }
     }
 
@@ -589,18 +594,24 @@ public final class Pipeline implements DeliveryListener {
     /** Renews the leases of claims held longer than a third of the lease, and interrupts overdue runs. */
     private void keepLeases() {
         long now = System.nanoTime();
-        for (Work w : tracked) {
-            try {
-                if (w.interruptIfOverdue(now)) {
-                    log.warn("Pipeline '{}': {} ran past its handler-timeout of {}; interrupted", namespace,
-                            w.describe(), ConfigKey.formatDuration(config.handlerTimeout()));
-                }
-                if (w.claimed && !w.leaseLost && now - w.leaseRenewedAtNanos >= renewAfterNanos) {
-                    renew(w, now);
-                }
-            } catch (RuntimeException e) {
-                log.warn("Pipeline '{}': lease upkeep of {} failed", namespace, w.describe(), e);
+        for (Batch batch : tracked) {
+            for (Work w : batch.works) {
+                keep(w, now);
             }
+        }
+    }
+
+    private void keep(Work w, long now) {
+        try {
+            if (w.interruptIfOverdue(now)) {
+                log.warn("Pipeline '{}': {} ran past its handler-timeout of {}; interrupted", namespace,
+                        w.describe(), ConfigKey.formatDuration(config.handlerTimeout()));
+            }
+            if (w.claimed && !w.leaseLost && now - w.leaseRenewedAtNanos >= renewAfterNanos) {
+                renew(w, now);
+            }
+        } catch (RuntimeException e) {
+            log.warn("Pipeline '{}': lease upkeep of {} failed", namespace, w.describe(), e);
         }
     }
 
@@ -609,7 +620,7 @@ public final class Pipeline implements DeliveryListener {
         try {
             if (store.renew(w.storeKey, w.token, config.lease())) {
                 w.leaseRenewedAtNanos = now;
-            } else {
+            } else if (w.claimed) {
                 w.leaseLost = true;
                 log.warn("Pipeline '{}': the lease of {} was taken over by another consumer", namespace,
                         w.describe());
@@ -651,8 +662,10 @@ public final class Pipeline implements DeliveryListener {
                 log.warn("Pipeline '{}': {} message(s) still in flight at the stop deadline; interrupting and"
                         + " releasing them", namespace, limit.inFlight());
                 state = State.ABORTING;
-                for (Work w : tracked) {
-                    w.interruptRun();
+                for (Batch batch : tracked) {
+                    for (Work w : batch.works) {
+                        w.interruptRun();
+                    }
                 }
                 limit.awaitDrained(System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
             }

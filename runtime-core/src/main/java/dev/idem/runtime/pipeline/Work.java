@@ -22,15 +22,21 @@ final class Work {
 
     /** The idempotency key without namespace; {@code null} when unprotected. */
     String key;
+    /** Why the message is dead-lettered without a claim ({@code missing-id}, {@code invalid-id}), or null. */
+    String rejectCause;
+    String rejectDetail;
     StoreKey storeKey;
     String fingerprint;
-    boolean claimed;
+    /** Whether this pipeline holds the key's claim; read by the lease keeper. */
+    volatile boolean claimed;
     long token;
     int storeAttempt = 1;
     /** Whether the handler is to run for it (claimed, or unprotected by policy). */
     boolean dispatch;
     /** Later copies of the same key in the same batch; they share this work's outcome. */
     java.util.List<Work> followers;
+    /** The dispatched batch this work belongs to, for the lease keeper. */
+    Batch batch;
     /** Whether it counts against the pipeline's in-flight limit until settled. */
     boolean counted;
 
