@@ -209,8 +209,8 @@ public final class ConfigKey<T> {
     /** What a user may write, for error messages and docs: type, allowed values and rules. */
     public String describeAccepted() {
         StringBuilder s = new StringBuilder(type == Type.ENUM ? "one of " + allowed : type.accepted());
-        for (Rule<T> rule : rules) {
-            s.append(" that must ").append(rule.description());
+        for (int i = 0; i < rules.size(); i++) {
+            s.append(i == 0 ? " that must " : " and ").append(rules.get(i).description());
         }
         return s.toString();
     }

@@ -31,19 +31,23 @@ public interface DedupStore extends AutoCloseable {
     List<ClaimResult> claim(List<ClaimRequest> requests);
 
     /**
-     * Marks a claimed key completed, to be remembered for {@code retention}.
+     * Marks a claimed key completed, to be remembered for {@code retention}. Idempotent for its owner:
+     * completing again with the token that completed the key answers {@code true} and changes nothing,
+     * so a call retried after a timeout whose write did land is not mistaken for a lost lease.
+     * An owner whose lease ran out may still complete while nobody has taken the key over.
      *
      * @return {@code false} if {@code token} is not the current owner's (the lease ran out and
-     *         another consumer took the key over); nothing is changed then
+     *         another consumer took the key over, or the key was released); nothing is changed then
      * @throws StoreException when the store cannot answer
      */
     boolean complete(StoreKey key, long token, Duration retention);
 
     /**
      * Gives a claimed key up, so that the next claim acquires it at once (the handler failed, the
-     * message is dead-lettered, or the runtime is stopping).
+     * message is dead-lettered, or the runtime is stopping). A completed key is never released.
      *
-     * @return {@code false} if {@code token} is not the current owner's; nothing is changed then
+     * @return {@code false} if {@code token} is not the current owner's or the key is completed;
+     *         nothing is changed then
      * @throws StoreException when the store cannot answer
      */
     boolean release(StoreKey key, long token);

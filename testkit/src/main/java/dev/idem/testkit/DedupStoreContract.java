@@ -335,6 +335,17 @@ public abstract class DedupStoreContract {
         assertThat(claim(key)).isEqualTo(new Duplicate(true));
     }
 
+    @Test
+    void completeIsIdempotentForTheTokenThatCompletedTheKey() {
+        StoreKey key = key("order-1");
+        Acquired acquired = acquire(key);
+        assertThat(store.complete(key, acquired.token(), RETENTION)).isTrue();
+
+        assertThat(store.complete(key, acquired.token(), RETENTION)).as("a retried complete").isTrue();
+        assertThat(store.complete(key, acquired.token() + 1, RETENTION)).as("another token").isFalse();
+        assertThat(claim(key)).isEqualTo(new Duplicate(true));
+    }
+
     // ---------------------------------------------------------------- release and renew
 
     @Test

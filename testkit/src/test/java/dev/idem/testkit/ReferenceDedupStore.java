@@ -95,6 +95,10 @@ final class ReferenceDedupStore implements DedupStore {
     @Override
     public synchronized boolean complete(StoreKey key, long token, Duration retention) {
         long now = ticker.getAsLong();
+        State done = live(storageKey(key), now);
+        if (done != null && done.completed()) {
+            return done.token() == token;
+        }
         State state = owned(key, token, now);
         if (state == null) {
             return false;

@@ -303,7 +303,12 @@ final class CaffeineDedupStore implements DedupStore {
 
         @Override
         public Entry apply(StoreKey key, Entry entry) {
-            if (!entry.claimedBy(token)) {
+            if (entry.completed) {
+                // A retry by the owner whose completion already landed succeeds again.
+                done = entry.token == token;
+                return entry;
+            }
+            if (entry.token != token) {
                 return entry;
             }
             done = true;
