@@ -2,6 +2,7 @@ package dev.idem.runtime.config;
 
 import static dev.idem.runtime.config.RuntimeConfigSpecs.CONCURRENCY;
 import static dev.idem.runtime.config.RuntimeConfigSpecs.DEAD_LETTER;
+import static dev.idem.runtime.config.RuntimeConfigSpecs.TRANSACTIONAL;
 import static dev.idem.runtime.config.RuntimeConfigSpecs.FINGERPRINT;
 import static dev.idem.runtime.config.RuntimeConfigSpecs.FINGERPRINT_MISMATCH;
 import static dev.idem.runtime.config.RuntimeConfigSpecs.HANDLER;
@@ -130,7 +131,8 @@ final class PipelineBinder {
                 new RetryPolicy(c.get(RETRY_MAX_ATTEMPTS), c.get(RETRY_INITIAL_BACKOFF), c.get(RETRY_MAX_BACKOFF),
                         c.get(RETRY_MULTIPLIER)),
                 c.get(MAX_DELIVERIES),
-                c.get(DEAD_LETTER));
+                c.get(DEAD_LETTER),
+                c.get(TRANSACTIONAL));
     }
 
     /**
@@ -158,6 +160,7 @@ final class PipelineBinder {
         }
         v.put(MAX_DELIVERIES.name(), p.maxDeliveries());
         v.put(DEAD_LETTER.name(), p.deadLetter());
+        v.put(TRANSACTIONAL.name(), p.transactional());
         return v;
     }
 

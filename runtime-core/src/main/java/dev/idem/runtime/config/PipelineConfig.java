@@ -23,6 +23,7 @@ import java.util.Objects;
  * @param retry in-process retries of a failing handler
  * @param maxDeliveries claims of one key without completion (crashed consumers) before dead-lettering
  * @param deadLetter the dead-letter destination, or {@code null} for the adapter's default
+ * @param transactional whether the key is recorded in the handler's own database transaction
  */
 public record PipelineConfig(
         String name,
@@ -40,7 +41,8 @@ public record PipelineConfig(
         Duration handlerTimeout,
         RetryPolicy retry,
         int maxDeliveries,
-        String deadLetter) {
+        String deadLetter,
+        boolean transactional) {
 
     public PipelineConfig {
         Objects.requireNonNull(name, "name");

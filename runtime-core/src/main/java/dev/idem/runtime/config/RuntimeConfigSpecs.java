@@ -119,6 +119,11 @@ public final class RuntimeConfigSpecs {
             .validate(s -> !s.isBlank(), "not be blank")
             .doc("Where dead-lettered messages go; the broker adapter's default when left out.");
 
+    public static final ConfigKey<Boolean> TRANSACTIONAL = ConfigKey.bool("transactional").defaultValue(false)
+            .doc("Record the key in the same database transaction as the handler's own writes (the store must"
+                    + " support it, as the JDBC store does): the handler gets the transaction from its context,"
+                    + " and a crash rolls back both, so the effect on that database is exactly once.");
+
     /** The keys of one {@code pipelines.<name>} section, except {@value #ID}. */
     public static final ConfigSpec PIPELINE = ConfigSpec.builder()
             .define(SOURCE)
@@ -138,6 +143,7 @@ public final class RuntimeConfigSpecs {
             .define(RETRY_MULTIPLIER)
             .define(MAX_DELIVERIES)
             .define(DEAD_LETTER)
+            .define(TRANSACTIONAL)
             .build();
 
     public static final ConfigKey<Duration> SHUTDOWN_TIMEOUT = ConfigKey.duration("shutdown-timeout")

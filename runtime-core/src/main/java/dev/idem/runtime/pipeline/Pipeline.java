@@ -8,6 +8,7 @@ import dev.idem.runtime.config.RetryPolicy;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.DedupStore;
@@ -16,6 +17,7 @@ import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.IdExtractor;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
+import dev.idem.spi.TransactionalDedupStore;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -71,6 +73,8 @@ public final class Pipeline implements DeliveryListener {
     private final long renewAfterNanos;
     private final long handlerTimeoutNanos;
     private final boolean fingerprinting;
+    /** The store, in transactional mode; null otherwise. */
+    private final TransactionalDedupStore transactionalStore;
 
     private volatile State state = State.NEW;
     private volatile Subscription subscription;
@@ -91,6 +95,16 @@ public final class Pipeline implements DeliveryListener {
         this.renewAfterNanos = leaseNanos / 3;
         this.handlerTimeoutNanos = config.handlerTimeout().toNanos();
         this.fingerprinting = config.fingerprint() == FingerprintMode.SHA256;
+        if (config.transactional()) {
+            if (!(store instanceof TransactionalDedupStore transactional)) {
+                throw new ConfigException("pipelines." + config.name() + ".transactional is true, but the dedup store "
+                        + store.getClass().getName() + " cannot record keys in the handler's transaction."
+                        + " Use a store that can (store.type: jdbc), or set transactional: false");
+            }
+            this.transactionalStore = transactional;
+        } else {
+            this.transactionalStore = null;
+        }
     }
 
     public String name() {
@@ -189,8 +203,13 @@ public final class Pipeline implements DeliveryListener {
                         continue;
                     }
                 }
-                requests.add(new ClaimRequest(w.storeKey, w.fingerprint, config.lease(), config.retention()));
-                claiming.add(w);
+                if (transactionalStore != null) {
+                    // The claim is the insert inside the handler's own transaction, made on the worker.
+                    w.dispatch = true;
+                } else {
+                    requests.add(new ClaimRequest(w.storeKey, w.fingerprint, config.lease(), config.retention()));
+                    claiming.add(w);
+                }
             } else if (w.rejectCause == null) {
                 metrics.unprotected.increment();
                 w.dispatch = true;
@@ -344,6 +363,8 @@ public final class Pipeline implements DeliveryListener {
         try {
             if (state == State.ABORTING || state == State.STOPPED) {
                 abandon(w);
+            } else if (transactionalStore != null && w.storeKey != null) {
+                executeTransactional(w);
             } else {
                 execute(w);
             }
@@ -405,6 +426,78 @@ public final class Pipeline implements DeliveryListener {
         deadLetter(w, cause, failure.toString(), storeRunsBefore + run);
     }
 
+    /**
+     * Transactional mode: each run is one database transaction that records the key as completed and
+     * holds the handler's writes; commit, then ack. A failed run rolled back everything, so it is retried
+     * or dead-lettered with nothing to release.
+     */
+    private void executeTransactional(Work w) {
+        RetryPolicy retry = config.retry();
+        for (int run = 1; ; run++) {
+            int attempt = run;
+            long start = System.nanoTime();
+            long deadline = start + handlerTimeoutNanos;
+            TransactionalDedupStore.Outcome outcome = null;
+            Throwable failure = null;
+            w.beginRun(deadline);
+            try {
+                outcome = transactionalStore.runOnce(w.storeKey, w.fingerprint, config.retention(),
+                        tx -> handler.handle(new DeliveredMessage(w.message, w.key, attempt),
+                                new RunContext(namespace, handlerLogger, deadline, tx)));
+            } catch (Throwable t) {
+                failure = t;
+            } finally {
+                w.endRun();
+                metrics.handler.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+            }
+            if (failure instanceof VirtualMachineError vme) {
+                throw vme;
+            }
+            if (failure == null) {
+                switch (outcome) {
+                    case COMMITTED:
+                        metrics.processed.increment();
+                        ack(w);
+                        break;
+                    case DUPLICATE:
+                        onDuplicate(w, true);
+                        break;
+                    default:
+                        onDuplicate(w, false);
+                        if (w.dispatch && w.storeKey == null) {
+                            execute(w);
+                        }
+                }
+                return;
+            }
+            if (state == State.ABORTING) {
+                retryLater(w, Duration.ZERO);
+                return;
+            }
+            boolean storeFailed = failure instanceof StoreException;
+            if (failure instanceof NonRetryableException || run >= retry.maxAttempts()) {
+                if (storeFailed) {
+                    metrics.storeUnavailable.increment();
+                    log.warn("Pipeline '{}': the store failed {} times on {} ({}); handing it back unacked", namespace,
+                            run, w.describe(), failure.getMessage());
+                    retryLater(w, STORE_BACKOFF_MAX);
+                    return;
+                }
+                metrics.failed.increment();
+                log.warn("Pipeline '{}': {} failed after {} run(s), rolled back; dead-lettering it: {}", namespace,
+                        w.describe(), run, failure.toString());
+                deadLetter(w, failure instanceof NonRetryableException ? "non-retryable" : "handler-failed",
+                        failure.toString(), run);
+                return;
+            }
+            metrics.retried.increment();
+            if (!pause(retry.backoffBefore(run + 1))) {
+                retryLater(w, Duration.ZERO);
+                return;
+            }
+        }
+    }
+
     /** Runs the handler once; returns its failure, or null on success. */
     private Throwable runHandler(Work w, int attempt) {
         long start = System.nanoTime();
@@ -412,7 +505,7 @@ public final class Pipeline implements DeliveryListener {
         Throwable failure = null;
         try {
             handler.handle(new DeliveredMessage(w.message, w.key, attempt),
-                    new RunContext(namespace, handlerLogger, start + handlerTimeoutNanos));
+                    new RunContext(namespace, handlerLogger, start + handlerTimeoutNanos, null));
         } catch (Throwable t) {
             failure = t;
         } finally {

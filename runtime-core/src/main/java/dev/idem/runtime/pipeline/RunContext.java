@@ -1,21 +1,27 @@
 package dev.idem.runtime.pipeline;
 
 import dev.idem.api.HandlerContext;
+import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 
-/** The context of one handler run. The wall-clock deadline is derived only when asked for. */
+/**
+ * The context of one handler run. The wall-clock deadline is derived only when asked for; the
+ * transaction is the store's, in transactional mode, else absent.
+ */
 final class RunContext implements HandlerContext {
 
     private final String pipeline;
     private final System.Logger logger;
     private final long deadlineNanos;
+    private final StoreTransaction transaction;
 
-    RunContext(String pipeline, System.Logger logger, long deadlineNanos) {
+    RunContext(String pipeline, System.Logger logger, long deadlineNanos, StoreTransaction transaction) {
         this.pipeline = pipeline;
         this.logger = logger;
         this.deadlineNanos = deadlineNanos;
+        this.transaction = transaction;
     }
 
     @Override
@@ -40,6 +46,6 @@ final class RunContext implements HandlerContext {
 
     @Override
     public <T> Optional<T> transaction(Class<T> type) {
-        return Optional.empty();
+        return transaction == null ? Optional.empty() : Optional.ofNullable(transaction.unwrap(type));
     }
 }

@@ -454,6 +454,14 @@ class PipelineSemanticsTest {
         }
     }
 
+    @Test
+    void transactionalPipelineOnAStoreWithoutTransactionsIsRefusedAtStart() {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> harness.start(config("transactional: true"), counting()))
+                .isInstanceOf(dev.idem.spi.ConfigException.class)
+                .hasMessageContaining("pipelines.orders.transactional")
+                .hasMessageContaining("store.type: jdbc");
+    }
+
     /** A store that fails every call while frozen, as one whose server is gone or whose process died. */
     static final class FreezableStore implements DedupStore {
         private final DedupStore delegate;
