@@ -47,6 +47,7 @@ class ConfigPrinterTest {
                       max-backoff: 10s
                       multiplier: 2.0
                     max-deliveries: 5
+                    transactional: false
                 runtime:
                   shutdown-timeout: 30s
                 """);
