@@ -17,6 +17,8 @@ final class InFlightLimit {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition roomFreed = lock.newCondition();
     private volatile int waiters;
+    /** The smallest room a waiter needs; releases wake waiters only once that much is free. */
+    private volatile int wanted = Integer.MAX_VALUE;
 
     InFlightLimit(int max) {
         this.max = max;
@@ -31,10 +33,14 @@ final class InFlightLimit {
             waiters++;
             try {
                 while (!tryAdd(n)) {
+                    wanted = Math.min(wanted, Math.min(n, max));
                     roomFreed.await(100, TimeUnit.MILLISECONDS);
                 }
             } finally {
                 waiters--;
+                if (waiters == 0) {
+                    wanted = Integer.MAX_VALUE;
+                }
             }
         } finally {
             lock.unlock();
@@ -54,8 +60,9 @@ final class InFlightLimit {
     }
 
     void release(int n) {
-        inFlight.addAndGet(-n);
-        if (waiters > 0) {
+        int left = inFlight.addAndGet(-n);
+        // Waking a waiter that still cannot fit would cost a context switch per settled message.
+        if (waiters > 0 && (left == 0 || max - left >= wanted)) {
             lock.lock();
             try {
                 roomFreed.signalAll();
