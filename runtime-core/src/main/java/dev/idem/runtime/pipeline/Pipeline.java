@@ -187,7 +187,7 @@ public final class Pipeline implements DeliveryListener {
         List<Work> claiming = new ArrayList<>(n);
         // A key repeated within the batch follows its first copy's outcome instead of being deferred
         // by the store for a whole lease (which on Kafka would stall the partition).
-        Map<String, Work> firstCopies = n > 1 ? new HashMap<>() : null;
+        Map<String, Work> firstCopies = n > 1 ? new HashMap<>(n * 2) : null;
         for (int i = 0; i < n; i++) {
             Work w = new Work(batch.get(i));
             w.counted = true;
