@@ -171,18 +171,28 @@ public final class Pipeline implements DeliveryListener {
             }
             return;
         }
+        Work[] works = new Work[batch.size()];
         try {
-            process(batch);
+            process(batch, works);
         } catch (RuntimeException | Error e) {
-            // A bug of ours must not leave the batch unsettled forever nor kill the adapter's thread.
+            // A bug of ours must neither kill the adapter's thread nor leave deliveries unsettled.
             log.error("Pipeline '{}' failed to process a batch of {}; handing unsettled deliveries back", namespace,
                     batch.size(), e);
+            for (int i = 0; i < works.length; i++) {
+                Work w = works[i];
+                if (w == null) {
+                    w = new Work(batch.get(i));
+                    w.counted = true;
+                }
+                if (w.batch == null) {
+                    abandon(w);
+                }
+            }
         }
     }
 
-    private void process(List<Delivery> batch) {
+    private void process(List<Delivery> batch, Work[] works) {
         int n = batch.size();
-        Work[] works = new Work[n];
         List<ClaimRequest> requests = new ArrayList<>(n);
         List<Work> claiming = new ArrayList<>(n);
         // A key repeated within the batch follows its first copy's outcome instead of being deferred

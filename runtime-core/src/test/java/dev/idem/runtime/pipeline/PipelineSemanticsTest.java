@@ -272,7 +272,7 @@ class PipelineSemanticsTest {
         IdemRuntime first = harness.start(config(""), (message, context) -> {
             runs.computeIfAbsent(keyOf(message), k -> new AtomicInteger()).incrementAndGet();
             started.countDown();
-            Thread.sleep(60_000);
+            new CountDownLatch(1).await(); // blocks until the stop deadline interrupts it
         });
         harness.publish("stuck-1", "slow");
         assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
@@ -291,7 +291,7 @@ class PipelineSemanticsTest {
         AtomicInteger calls = new AtomicInteger();
         IdemRuntime runtime = harness.start(config("handler-timeout: 100ms"), (message, context) -> {
             if (calls.incrementAndGet() == 1) {
-                Thread.sleep(30_000);
+                new CountDownLatch(1).await(); // blocks until the timeout interrupts it
             }
         });
         harness.publish("slow-1", "x");
