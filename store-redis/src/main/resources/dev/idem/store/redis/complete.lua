@@ -7,8 +7,7 @@ end
 if held.state == 'D' then
   return 1
 end
-local keep_ms = tonumber(ARGV[2])
-if keep_ms <= 0 then
+if tonumber(ARGV[2]) <= 0 then
   redis.call('DEL', KEYS[1])
 else
   redis.call('SET', KEYS[1], string.format('D|%s|%d|0|0|%s', held.token, held.attempts, held.fingerprint),

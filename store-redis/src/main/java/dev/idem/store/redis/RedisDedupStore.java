@@ -1,0 +1,286 @@
+package dev.idem.store.redis;
+
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.ClaimResult.Acquired;
+import dev.idem.spi.ClaimResult.Duplicate;
+import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreKey;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.cluster.SlotHash;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A {@link DedupStore} in Redis. See {@link RedisDedupStoreProvider} for configuration, the key layout and
+ * the Cluster strategy.
+ *
+ * <p>Each key holds one string value, a small record, and a TTL:
+ * <pre>
+ * C|token|attempts|leaseUntil|claimRetention|fingerprint    claimed; TTL = lease + claim retention
+ * D|token|attempts|0|0|fingerprint                          completed; TTL = retention
+ * </pre>
+ * {@code leaseUntil} is in microseconds of the server's clock ({@code TIME}), {@code claimRetention} in
+ * milliseconds (kept so that a renewal can set the TTL again), the fingerprint empty for none and
+ * {@code =}-prefixed otherwise. A string with {@code SET ... PX} takes one command per write where a hash
+ * would take two ({@code HSET} and {@code PEXPIRE}).
+ *
+ * <p>Every state change is one Lua script (see the {@code .lua} files beside this class), so it is atomic
+ * per key, and every time comparison reads the server's clock: the processes sharing a store need not
+ * agree on the time. A claim's retry-after is the rest of the owner's lease by that clock.
+ *
+ * <p>Thread-safe: calls from any number of threads share one connection and are pipelined on it. Failures
+ * are {@link dev.idem.spi.StoreException}s; see {@link Failures} for which are retriable.
+ */
+final class RedisDedupStore implements DedupStore {
+
+    /** Longer leases and retentions are cut to this, so deadlines stay exact in Lua's doubles. */
+    static final Duration LONGEST = Duration.ofDays(100 * 365);
+
+    private static final LuaScript CLAIM = LuaScript.named("claim");
+    private static final LuaScript COMPLETE = LuaScript.named("complete");
+    private static final LuaScript RELEASE = LuaScript.named("release");
+    private static final LuaScript RENEW = LuaScript.named("renew");
+    private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, RELEASE, RENEW);
+
+    private static final long ACQUIRED = 1;
+    private static final long DUPLICATE = 2;
+    private static final long IN_PROGRESS = 3;
+    private static final Duplicate MATCHES = new Duplicate(true);
+    private static final Duplicate DIFFERS = new Duplicate(false);
+    private static final byte[] NO_FINGERPRINT = new byte[0];
+
+    private final RedisConnection connection;
+    private final RedisClusterAsyncCommands<byte[], byte[]> redis;
+    private final RedisKeys keys;
+    private final String keyPrefix;
+    private final Failures failures;
+    private final long waitNanos;
+
+    RedisDedupStore(RedisConnection connection, String keyPrefix, Failures failures, Duration commandTimeout) {
+        this.connection = connection;
+        this.redis = connection.commands();
+        this.keys = new RedisKeys(keyPrefix);
+        this.keyPrefix = keyPrefix;
+        this.failures = failures;
+        // Lettuce fails a command itself after the command timeout; a NOSCRIPT fallback sends a second one.
+        this.waitNanos = commandTimeout.multipliedBy(2).toNanos();
+    }
+
+    /**
+     * Loads the scripts into the server's cache, so the first calls need no {@code EVAL} fallback; this also
+     * proves the server answers and runs scripts.
+     */
+    void loadScripts() {
+        long deadline = System.nanoTime() + waitNanos;
+        for (LuaScript script : SCRIPTS) {
+            await(redis.scriptLoad(script.text()).toCompletableFuture(), "SCRIPT LOAD of " + script, deadline);
+        }
+    }
+
+    @Override
+    public List<ClaimResult> claim(List<ClaimRequest> requests) {
+        int size = requests.size();
+        if (size == 0) {
+            return List.of();
+        }
+        byte[][] redisKeys = new byte[size][];
+        long[] tokens = new long[size];
+        for (int i = 0; i < size; i++) {
+            redisKeys[i] = keys.encode(requests.get(i).key());
+            tokens[i] = Tokens.next();
+        }
+        int[][] groups = connection.cluster() ? bySlot(redisKeys) : oneGroup(redisKeys);
+        List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
+        for (int[] group : groups) {
+            replies.add(CLAIM.run(redis, ScriptOutputType.MULTI, keysOf(group, redisKeys),
+                    claimArgs(group, requests, tokens)));
+        }
+        String operation = "a claim of " + size + (size == 1 ? " key" : " keys");
+        long deadline = System.nanoTime() + waitNanos;
+        ClaimResult[] results = new ClaimResult[size];
+        for (int g = 0; g < groups.length; g++) {
+            decode(groups[g], await(replies.get(g), operation, deadline), tokens, results, operation);
+        }
+        return List.of(results);
+    }
+
+    @Override
+    public boolean complete(StoreKey key, long token, Duration retention) {
+        return yes(COMPLETE, "a complete", key, ascii(token), ascii(millis(retention)));
+    }
+
+    @Override
+    public boolean release(StoreKey key, long token) {
+        return yes(RELEASE, "a release", key, ascii(token));
+    }
+
+    @Override
+    public boolean renew(StoreKey key, long token, Duration lease) {
+        if (lease.isNegative() || lease.isZero()) {
+            throw new IllegalArgumentException("lease must be positive: " + lease);
+        }
+        return yes(RENEW, "a renewal", key, ascii(token), ascii(micros(lease)));
+    }
+
+    /** Sends {@code PING}; throws a {@link dev.idem.spi.StoreException} if Redis does not answer. */
+    @Override
+    public void checkHealth() {
+        await(redis.ping().toCompletableFuture(), "a health check (PING)", System.nanoTime() + waitNanos);
+    }
+
+    @Override
+    public void close() {
+        connection.close();
+    }
+
+    @Override
+    public String toString() {
+        return "RedisDedupStore[" + failures.endpoint() + (connection.cluster() ? " (cluster)" : "")
+                + ", key-prefix=" + keyPrefix + "]";
+    }
+
+    /** Runs a one-key script answering 1 (yes) or 0 (no). */
+    private boolean yes(LuaScript script, String what, StoreKey key, byte[]... args) {
+        String operation = describe(what, key);
+        return yes(await(script.run(redis, ScriptOutputType.INTEGER, new byte[][] {keys.encode(key)}, args),
+                operation, System.nanoTime() + waitNanos), operation);
+    }
+
+    private boolean yes(Object reply, String operation) {
+        if (reply instanceof Long answer && (answer == 0 || answer == 1)) {
+            return answer == 1;
+        }
+        throw failures.unexpectedReply(operation, reply);
+    }
+
+    private static String describe(String what, StoreKey key) {
+        return what + " of key '" + abbreviate(key.id()) + "' in namespace '" + abbreviate(key.namespace()) + "'";
+    }
+
+    private <T> T await(CompletableFuture<T> reply, String operation, long deadline) {
+        try {
+            return reply.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            throw failures.of(operation, e.getCause());
+        } catch (TimeoutException e) {
+            reply.cancel(false);
+            throw failures.timedOut(operation);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw failures.interrupted(operation);
+        }
+    }
+
+    private void decode(int[] group, List<Object> reply, long[] tokens, ClaimResult[] results, String operation) {
+        if (reply == null || reply.size() != 2 * group.length) {
+            throw failures.unexpectedReply(operation, reply == null ? null : reply.size() + " values for "
+                    + group.length + " keys");
+        }
+        for (int j = 0; j < group.length; j++) {
+            int i = group[j];
+            if (!(reply.get(2 * j) instanceof Long kind) || !(reply.get(2 * j + 1) instanceof Long value)) {
+                throw failures.unexpectedReply(operation, reply.subList(2 * j, 2 * j + 2));
+            }
+            if (kind == ACQUIRED && value >= 1 && value <= Integer.MAX_VALUE) {
+                results[i] = new Acquired(tokens[i], value.intValue());
+            } else if (kind == DUPLICATE) {
+                results[i] = value == 1 ? MATCHES : DIFFERS;
+            } else if (kind == IN_PROGRESS && value > 0) {
+                results[i] = new InProgress(Duration.ofNanos(Math.multiplyExact(value, 1000L)));
+            } else {
+                throw failures.unexpectedReply(operation, List.of(kind, value));
+            }
+        }
+    }
+
+    private static byte[][] claimArgs(int[] group, List<ClaimRequest> requests, long[] tokens) {
+        byte[][] args = new byte[group.length * 4][];
+        for (int j = 0; j < group.length; j++) {
+            ClaimRequest request = requests.get(group[j]);
+            args[4 * j] = ascii(tokens[group[j]]);
+            // At least 1µs, so that a key repeated in the batch always finds the first claim's lease running.
+            args[4 * j + 1] = ascii(Math.max(1, micros(request.lease())));
+            args[4 * j + 2] = ascii(millis(request.retention()));
+            args[4 * j + 3] = request.fingerprint() == null ? NO_FINGERPRINT
+                    : RedisKeys.utf8("=" + request.fingerprint());
+        }
+        return args;
+    }
+
+    /**
+     * Groups the indexes of {@code keys} by Redis Cluster hash slot, as a script may only touch keys of one
+     * slot. Within a group the indexes keep request order, so of a key repeated in the batch the first
+     * request is the one that acquires it.
+     */
+    static int[][] bySlot(byte[][] keys) {
+        long[] slotAndIndex = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            slotAndIndex[i] = (long) SlotHash.getSlot(keys[i]) << 32 | i;
+        }
+        Arrays.sort(slotAndIndex);
+        List<int[]> groups = new ArrayList<>();
+        int start = 0;
+        for (int end = 1; end <= slotAndIndex.length; end++) {
+            if (end == slotAndIndex.length || slotAndIndex[end] >>> 32 != slotAndIndex[start] >>> 32) {
+                int[] group = new int[end - start];
+                for (int j = 0; j < group.length; j++) {
+                    group[j] = (int) slotAndIndex[start + j];
+                }
+                groups.add(group);
+                start = end;
+            }
+        }
+        return groups.toArray(new int[0][]);
+    }
+
+    /** All keys in one group: a standalone server runs a script over any keys. */
+    static int[][] oneGroup(byte[][] keys) {
+        int[] all = new int[keys.length];
+        Arrays.setAll(all, i -> i);
+        return new int[][] {all};
+    }
+
+    private static byte[][] keysOf(int[] group, byte[][] keys) {
+        byte[][] out = new byte[group.length][];
+        for (int j = 0; j < group.length; j++) {
+            out[j] = keys[group[j]];
+        }
+        return out;
+    }
+
+    /** A duration in whole microseconds, rounded up; negative as zero, capped at {@link #LONGEST}. */
+    static long micros(Duration duration) {
+        return divideRoundingUp(duration, 1_000L);
+    }
+
+    /** A duration in whole milliseconds, rounded up; negative as zero, capped at {@link #LONGEST}. */
+    static long millis(Duration duration) {
+        return divideRoundingUp(duration, 1_000_000L);
+    }
+
+    private static long divideRoundingUp(Duration duration, long nanosPerUnit) {
+        if (duration.isNegative() || duration.isZero()) {
+            return 0;
+        }
+        long nanos = (duration.compareTo(LONGEST) > 0 ? LONGEST : duration).toNanos();
+        return (nanos + nanosPerUnit - 1) / nanosPerUnit;
+    }
+
+    private static byte[] ascii(long number) {
+        return Long.toString(number).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static String abbreviate(String text) {
+        return text.length() <= 64 ? text : text.substring(0, 61) + "...";
+    }
+}

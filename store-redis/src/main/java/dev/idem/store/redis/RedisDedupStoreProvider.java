@@ -1,0 +1,257 @@
+package dev.idem.store.redis;
+
+import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.PluginConfig;
+import dev.idem.spi.Secret;
+import dev.idem.spi.StoreContext;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SslOptions;
+import io.lettuce.core.SslVerifyMode;
+import java.io.File;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The {@code redis} dedup store: keys in Redis (5.0 or later; standalone, Sentinel or Cluster), shared
+ * by every process of a pipeline, through the Lettuce client.
+ *
+ * <h2>What is stored</h2>
+ * One Redis string per key, named {@code <key-prefix><namespace length>:<namespace>:<id>} (e.g.
+ * {@code idem:8:payments:order-42}; the byte length keeps namespace and id apart whatever they hold),
+ * holding a small record (state, fencing token, attempts, lease deadline, fingerprint) and a TTL:
+ * a claim lives for its lease plus the claim retention, so that a takeover still sees the attempts; a
+ * completed key for its retention. Redis removes expired keys itself; nothing needs purging. Every state
+ * change is one atomic Lua script, loaded once and called by SHA, and reads the server's clock
+ * ({@code TIME}), so consumers on hosts whose clocks differ still agree on leases.
+ *
+ * <h2>Fencing tokens</h2>
+ * Random 63-bit numbers drawn by the client, not a counter in Redis: a counter restarts when Redis loses
+ * its data (a restart without persistence, a failover losing the last writes) and would then hand out
+ * tokens that stale consumers still hold. Fencing compares the tokens of one key, so a stale token equals
+ * the current one with probability 2<sup>-63</sup>.
+ *
+ * <h2>Batches and Redis Cluster</h2>
+ * A batch of claims is one script call holding every key of the batch: one round trip. In Cluster mode
+ * ({@code cluster: true}) a script may only touch keys of one hash slot, so the batch is split by slot,
+ * one script call per slot, all sent at once on the connections to their nodes and awaited together:
+ * still one round trip to each node. This was chosen over a hash tag per namespace ({@code {payments}}
+ * in every key), which would put all keys of a pipeline on one slot: that pipeline's whole load and
+ * memory would sit on one node, defeating the cluster. The price is a script call per distinct slot,
+ * about one per key for batches well below 16,384 keys. Whoever prefers one call per batch on one node
+ * can put a hash tag into the prefix ({@code key-prefix: "{idem}:"}): Redis then hashes only what is
+ * between the braces. Note that Redis also takes a {@code {...}} inside a namespace or message key as a
+ * hash tag when the prefix holds none; that only changes where the key lives.
+ *
+ * <h2>Failures</h2>
+ * An unreachable server, a timeout ({@code command-timeout}), a server loading, busy or read-only after a
+ * failover are retriable {@link dev.idem.spi.StoreException}s; wrong credentials, missing ACL rights or
+ * keys under the prefix written by another application are not. While disconnected, calls fail at once
+ * instead of queueing; the client reconnects by itself, retrying at least once a second. Messages name the
+ * URI without its password.
+ *
+ * <p>Stateless and thread-safe, as every provider is; the stores it creates are thread-safe. Found through
+ * {@link java.util.ServiceLoader}. {@link StoreContext#nanoTicker()} is not used: time is the server's.
+ */
+public final class RedisDedupStoreProvider implements DedupStoreProvider {
+
+    /** The id users write in {@code store.type}. */
+    public static final String ID = "redis";
+
+    /** {@code store.redis.uri}: where Redis is. */
+    public static final ConfigKey<String> URI = ConfigKey.string("uri")
+            .defaultValue("redis://127.0.0.1:6379")
+            .validate(RedisDedupStoreProvider::parses, "be a Redis URI: redis://host:6379[/database], "
+                    + "rediss://host:6380 for TLS, or redis-sentinel://host:26379[,host2:26379]#master-name")
+            .doc("Where Redis is: redis://host:port[/database], rediss:// for TLS, redis-sentinel://host:port"
+                    + "[,host:port...]#master-name for Sentinel, or any node of a Redis Cluster together with "
+                    + "cluster: true. Give the password in 'password', not here, so that it is never printed.");
+
+    /** {@code store.redis.username}: the ACL user. */
+    public static final ConfigKey<String> USERNAME = ConfigKey.string("username")
+            .doc("The Redis ACL user (Redis 6 or later); leave out for the default user. Needs 'password'.");
+
+    /** {@code store.redis.password}: a secret, best given as {@code ${REDIS_PASSWORD}}. */
+    public static final ConfigKey<Secret> PASSWORD = ConfigKey.secret("password")
+            .doc("The password (requirepass or the ACL user's); leave out when Redis needs none. "
+                    + "Give it from the environment, e.g. ${REDIS_PASSWORD}; it is masked wherever printed.");
+
+    /** {@code store.redis.key-prefix}: what every key of this store starts with. */
+    public static final ConfigKey<String> KEY_PREFIX = ConfigKey.string("key-prefix")
+            .defaultValue("idem:")
+            .validate(prefix -> !prefix.isEmpty(), "not be empty")
+            .doc("What every Redis key of this store starts with, so that it shares a server with other "
+                    + "applications. Runtimes that must see each other's keys use the same prefix. In a "
+                    + "cluster, a hash tag here (\"{idem}:\") puts every key on one slot.");
+
+    /** {@code store.redis.command-timeout}: how long one call may take. */
+    public static final ConfigKey<Duration> COMMAND_TIMEOUT = ConfigKey.duration("command-timeout")
+            .defaultValue(Duration.ofSeconds(2))
+            .atLeast(Duration.ofMillis(1))
+            .atMost(Duration.ofMinutes(10))
+            .doc("How long a command (and a connection attempt) may take before the call fails with a "
+                    + "retriable store error; the pipeline then backs off and tries again.");
+
+    /** {@code store.redis.cluster}: whether the URI names a Redis Cluster node. */
+    public static final ConfigKey<Boolean> CLUSTER = ConfigKey.bool("cluster")
+            .defaultValue(false)
+            .doc("Whether uri names a node of a Redis Cluster; the client then discovers the other nodes and "
+                    + "follows resharding and failovers. A batch of claims becomes one script call per hash "
+                    + "slot, sent at once.");
+
+    /** {@code store.redis.tls.verify-peer}: whether a rediss:// server's certificate is checked. */
+    public static final ConfigKey<Boolean> TLS_VERIFY_PEER = ConfigKey.bool("tls.verify-peer")
+            .defaultValue(true)
+            .doc("With rediss://: whether the server's certificate must be trusted and name the host. Turn "
+                    + "off only for tests; anyone between Idem and Redis could then read and forge claims.");
+
+    /** {@code store.redis.tls.ca-certificates}: a PEM file of CAs to trust instead of the JVM's. */
+    public static final ConfigKey<String> TLS_CA_CERTIFICATES = ConfigKey.string("tls.ca-certificates")
+            .doc("With rediss://: a PEM file of the CA certificates to trust (e.g. a private CA's), instead "
+                    + "of the JVM's trust store.");
+
+    private static final ConfigSpec SPEC = ConfigSpec.builder()
+            .define(URI)
+            .define(USERNAME)
+            .define(PASSWORD)
+            .define(KEY_PREFIX)
+            .define(COMMAND_TIMEOUT)
+            .define(CLUSTER)
+            .define(TLS_VERIFY_PEER)
+            .define(TLS_CA_CERTIFICATES)
+            .build();
+
+    private static final Pattern USER_INFO = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*://)([^@/]*)@");
+
+    /** For {@link java.util.ServiceLoader}. */
+    public RedisDedupStoreProvider() {
+    }
+
+    @Override
+    public String id() {
+        return ID;
+    }
+
+    @Override
+    public ConfigSpec configSpec() {
+        return SPEC;
+    }
+
+    /**
+     * Connects to Redis and loads the store's scripts.
+     *
+     * @throws ConfigException if keys contradict each other (Sentinel with {@code cluster}, a username
+     *         without password, TLS settings without {@code rediss://}, an unreadable CA file)
+     * @throws dev.idem.spi.StoreException if Redis cannot be reached (retriable) or refuses the credentials
+     */
+    @Override
+    public DedupStore create(PluginConfig config, StoreContext context) {
+        Objects.requireNonNull(config, "config");
+        String path = config.path();
+        String text = config.get(URI);
+        String endpoint = withoutPassword(text);
+        RedisURI uri = uri(config, endpoint);
+        boolean cluster = config.get(CLUSTER);
+        Duration timeout = config.get(COMMAND_TIMEOUT);
+        SslOptions ssl = ssl(config, uri, endpoint);
+        uri.setTimeout(timeout);
+
+        Failures failures = new Failures(endpoint, path, timeout);
+        RedisConnection connection;
+        try {
+            connection = RedisConnection.open(uri, cluster, timeout, ssl);
+        } catch (RuntimeException e) {
+            throw failures.of("the first connection", e);
+        }
+        try {
+            RedisDedupStore store = new RedisDedupStore(connection, config.get(KEY_PREFIX), failures, timeout);
+            store.loadScripts();
+            return store;
+        } catch (RuntimeException e) {
+            connection.close();
+            throw e;
+        }
+    }
+
+    private static RedisURI uri(PluginConfig config, String endpoint) {
+        String path = config.path();
+        RedisURI uri;
+        try {
+            uri = RedisURI.create(config.get(URI));
+        } catch (RuntimeException e) {
+            throw new ConfigException("Invalid value '" + endpoint + "' for " + path + ".uri: " + e.getMessage());
+        }
+        List<String> problems = new ArrayList<>();
+        if (config.get(CLUSTER) && !uri.getSentinels().isEmpty()) {
+            problems.add(path + ".cluster is true but " + path + ".uri '" + endpoint + "' names Sentinels; a Redis "
+                    + "Cluster has no Sentinels: give any cluster node as redis:// or rediss://");
+        }
+        String username = config.get(USERNAME);
+        Secret password = config.get(PASSWORD);
+        if (username != null && password == null) {
+            problems.add(path + ".username is set but " + path + ".password is not: give both, or neither for "
+                    + "the default user");
+        }
+        if (!problems.isEmpty()) {
+            throw new ConfigException(problems);
+        }
+        if (password != null) {
+            if (username != null) {
+                uri.setAuthentication(username, password.reveal().toCharArray());
+            } else {
+                uri.setAuthentication(password.reveal().toCharArray());
+            }
+        }
+        return uri;
+    }
+
+    private static SslOptions ssl(PluginConfig config, RedisURI uri, String endpoint) {
+        String path = config.path();
+        String caFile = config.get(TLS_CA_CERTIFICATES);
+        if (uri.isSsl()) {
+            uri.setVerifyPeer(config.get(TLS_VERIFY_PEER) ? SslVerifyMode.FULL : SslVerifyMode.NONE);
+        }
+        if (caFile == null) {
+            return null;
+        }
+        if (!uri.isSsl()) {
+            throw new ConfigException(path + ".tls.ca-certificates is set but " + path + ".uri '" + endpoint
+                    + "' does not use TLS: write rediss:// to use it");
+        }
+        File file = new File(caFile);
+        if (!file.canRead()) {
+            throw new ConfigException("Invalid value '" + caFile + "' for " + path + ".tls.ca-certificates: "
+                    + "must be a readable PEM file of CA certificates");
+        }
+        return SslOptions.builder().jdkSslProvider().trustManager(file).build();
+    }
+
+    private static boolean parses(String uri) {
+        try {
+            RedisURI.create(uri);
+            return true;
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** The URI with any password masked, for messages: {@code redis://user:******@host:6379}. */
+    static String withoutPassword(String uri) {
+        Matcher userInfo = USER_INFO.matcher(uri);
+        if (!userInfo.find()) {
+            return uri;
+        }
+        String info = userInfo.group(2);
+        int colon = info.indexOf(':');
+        // Lettuce reads a user-info without colon as a password alone.
+        String masked = colon < 0 ? "******" : info.substring(0, colon) + ":******";
+        return userInfo.group(1) + masked + "@" + uri.substring(userInfo.end());
+    }
+}

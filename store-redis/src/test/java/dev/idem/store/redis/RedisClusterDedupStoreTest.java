@@ -1,0 +1,139 @@
+package dev.idem.store.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.ClaimResult.Acquired;
+import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreContext;
+import dev.idem.testkit.DedupStoreContract;
+import dev.idem.testkit.ManualTicker;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The whole contract in Cluster mode, on a three-node Redis Cluster of the test's own ({@code redis-server}
+ * processes joined with {@code redis-cli --cluster create}), so that batches really span nodes.
+ */
+class RedisClusterDedupStoreTest extends DedupStoreContract {
+
+    private static final RedisDedupStoreProvider PROVIDER = new RedisDedupStoreProvider();
+    private static final String PREFIX = "idem:";
+    private static final int NODES = 3;
+
+    @TempDir
+    static Path dir;
+    private static final List<RedisServerProcess> nodes = new ArrayList<>();
+    private static RedisKeyspace keyspace;
+
+    @BeforeAll
+    static void startCluster() throws Exception {
+        Path server = RedisServerProcess.requireBinary("redis-server");
+        Path cli = RedisServerProcess.requireBinary("redis-cli");
+        List<String> create = new ArrayList<>(List.of(cli.toString(), "--cluster", "create"));
+        for (int i = 0; i < NODES; i++) {
+            int port = RedisServerProcess.freePort();
+            Path nodeDir = Files.createDirectories(dir.resolve("node-" + port));
+            RedisServerProcess node = new RedisServerProcess(server, port, nodeDir, "--cluster-enabled", "yes",
+                    "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000");
+            nodes.add(node);
+            node.start();
+            create.add("127.0.0.1:" + port);
+        }
+        create.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
+        run(create);
+        for (RedisServerProcess node : nodes) {
+            awaitClusterOk(cli, node.port());
+        }
+        keyspace = RedisKeyspace.cluster(nodes.get(0).url());
+    }
+
+    @AfterAll
+    static void stopCluster() throws Exception {
+        if (keyspace != null) {
+            keyspace.close();
+        }
+        for (RedisServerProcess node : nodes) {
+            node.close();
+        }
+    }
+
+    @Override
+    protected DedupStore createStore(ManualTicker ticker) {
+        return PROVIDER.create(RedisDedupStoreTest.config(nodes.get(0).url(), PREFIX).with("cluster", true),
+                new StoreContext(ticker));
+    }
+
+    @Override
+    protected void advanceStoreClock(Duration duration) {
+        keyspace.advance(RedisKeyspace.glob(PREFIX, namespace()), duration);
+    }
+
+    @Override
+    protected Duration clockResolution() {
+        return Duration.ofMillis(200);
+    }
+
+    @Test
+    void batchSpreadOverEveryNodeIsClaimedInOneCallAndRepeatsAcquireOnce() throws Exception {
+        List<ClaimRequest> batch = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            batch.add(new ClaimRequest(key("order-" + i % 200), null, LEASE, CLAIM_RETENTION));
+        }
+
+        List<ClaimResult> results = store().claim(batch);
+
+        assertThat(results.subList(0, 200)).allSatisfy(r -> assertThat(r).isInstanceOf(Acquired.class));
+        assertThat(results.subList(200, 300)).allSatisfy(r -> assertThat(r).isInstanceOf(InProgress.class));
+        for (RedisServerProcess node : nodes) {
+            try (RedisKeyspace one = RedisKeyspace.standalone(node.url())) {
+                assertThat(one.keys(RedisKeyspace.glob(PREFIX, namespace()))).as("keys on node %s", node.port())
+                        .isNotEmpty();
+            }
+        }
+    }
+
+    @Test
+    void toStringSaysCluster() {
+        try (DedupStore store = createStore(new ManualTicker())) {
+            assertThat(store.toString()).isEqualTo("RedisDedupStore[" + nodes.get(0).url() + " (cluster), key-prefix="
+                    + PREFIX + "]");
+        }
+    }
+
+    private static void run(List<String> command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+        if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
+            throw new IllegalStateException(String.join(" ", command) + " failed:\n" + output);
+        }
+    }
+
+    private static void awaitClusterOk(Path cli, int port) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            Process process = new ProcessBuilder(cli.toString(), "-p", Integer.toString(port), "cluster", "info")
+                    .redirectErrorStream(true).start();
+            String info = new String(process.getInputStream().readAllBytes());
+            process.waitFor(10, TimeUnit.SECONDS);
+            if (info.contains("cluster_state:ok")) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("Cluster node " + port + " not ready: " + info);
+            }
+            Thread.sleep(100);
+        }
+    }
+}

@@ -1,0 +1,216 @@
+package dev.idem.store.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.ClaimResult.Acquired;
+import dev.idem.spi.ClaimResult.Duplicate;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreContext;
+import dev.idem.spi.StoreException;
+import dev.idem.spi.StoreKey;
+import dev.idem.testkit.DedupStoreContract;
+import dev.idem.testkit.ManualTicker;
+import dev.idem.testkit.TestPluginConfig;
+import io.lettuce.core.ScriptOutputType;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The store against a real Redis: the whole contract, plus what is particular to Redis. */
+class RedisDedupStoreTest extends DedupStoreContract {
+
+    private static final RedisDedupStoreProvider PROVIDER = new RedisDedupStoreProvider();
+    private static final String PREFIX = "idem-test-" + UUID.randomUUID().toString().substring(0, 8) + ":";
+
+    private static String url;
+    private static RedisKeyspace keyspace;
+
+    @BeforeAll
+    static void connect() {
+        url = RedisTestServer.url();
+        keyspace = RedisKeyspace.standalone(url);
+    }
+
+    @AfterAll
+    static void deleteThisClassesKeys() {
+        if (keyspace != null) {
+            keyspace.deleteAll(RedisKeyspace.glob(PREFIX));
+            keyspace.close();
+        }
+    }
+
+    static TestPluginConfig config(String url, String prefix) {
+        return TestPluginConfig.defaults("store.redis", PROVIDER.configSpec())
+                .with("uri", url)
+                .with("key-prefix", prefix);
+    }
+
+    @Override
+    protected DedupStore createStore(ManualTicker ticker) {
+        return PROVIDER.create(config(url, PREFIX), new StoreContext(ticker));
+    }
+
+    @Override
+    protected void advanceStoreClock(Duration duration) {
+        keyspace.advance(RedisKeyspace.glob(PREFIX, namespace()), duration);
+    }
+
+    /** Real milliseconds pass on the server between a test's calls; this leaves room for a slow CI run. */
+    @Override
+    protected Duration clockResolution() {
+        return Duration.ofMillis(200);
+    }
+
+    // ---------------------------------------------------------------- what is stored
+
+    @Test
+    void keyIsPrefixNamespaceLengthNamespaceAndIdAndHoldsAReadableRecord() {
+        StoreKey key = key("order-42");
+        Acquired owner = claim(key, "sha256:aa");
+
+        String name = PREFIX + namespace().length() + ":" + namespace() + ":order-42";
+        String value = get(name);
+        assertThat(value).startsWith("C|" + owner.token() + "|1|").endsWith("|300000|=sha256:aa");
+
+        assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
+        assertThat(get(name)).isEqualTo("D|" + owner.token() + "|1|0|0|=sha256:aa");
+    }
+
+    @Test
+    void claimLivesForLeasePlusClaimRetentionAndCompletedKeyForRetention() {
+        StoreKey key = key("order-1");
+        Acquired owner = claim(key, null);
+        byte[] name = new RedisKeys(PREFIX).encode(key);
+
+        assertThat(keyspace.redis().pttl(name)).isBetween(LEASE.plus(CLAIM_RETENTION).minusSeconds(5).toMillis(),
+                LEASE.plus(CLAIM_RETENTION).toMillis());
+
+        store().complete(key, owner.token(), RETENTION);
+        assertThat(keyspace.redis().pttl(name)).isBetween(RETENTION.minusSeconds(5).toMillis(), RETENTION.toMillis());
+    }
+
+    @Test
+    void renewSetsTheTtlToTheNewLeasePlusTheClaimRetention() {
+        StoreKey key = key("order-1");
+        Acquired owner = claim(key, null);
+        byte[] name = new RedisKeys(PREFIX).encode(key);
+
+        assertThat(store().renew(key, owner.token(), Duration.ofMinutes(10))).isTrue();
+
+        Duration expected = Duration.ofMinutes(10).plus(CLAIM_RETENTION);
+        assertThat(keyspace.redis().pttl(name)).isBetween(expected.minusSeconds(5).toMillis(), expected.toMillis());
+    }
+
+    @Test
+    void completeWithZeroRetentionForgetsTheKeyAtOnce() {
+        // On a store of its own: the contract's invariant checks count only a release as ending a claim.
+        try (DedupStore store = createStore(new ManualTicker())) {
+            StoreKey key = key("order-1");
+            ClaimRequest request = new ClaimRequest(key, null, LEASE, CLAIM_RETENTION);
+            Acquired owner = (Acquired) store.claim(List.of(request)).get(0);
+
+            assertThat(store.complete(key, owner.token(), Duration.ZERO)).isTrue();
+
+            assertThat(keyspace.redis().exists(new RedisKeys(PREFIX).encode(key))).isZero();
+            assertThat(store.claim(List.of(request)).get(0)).isInstanceOfSatisfying(Acquired.class,
+                    again -> assertThat(again.attempt()).isEqualTo(1));
+        }
+    }
+
+    @Test
+    void durationsBeyondAHundredYearsAreCappedNotOverflowed() {
+        StoreKey key = key("forever");
+        Duration forever = Duration.ofSeconds(Long.MAX_VALUE);
+
+        ClaimResult claimed = store().claim(List.of(new ClaimRequest(key, null, forever, forever))).get(0);
+        assertThat(claimed).isInstanceOf(Acquired.class);
+        assertThat(store().complete(key, ((Acquired) claimed).token(), forever)).isTrue();
+
+        assertThat(store().claim(List.of(new ClaimRequest(key, null, LEASE, CLAIM_RETENTION))))
+                .containsExactly(new Duplicate(true));
+    }
+
+    @Test
+    void idsWithLoneSurrogatesAreKeptApart() {
+        StoreKey high = key("a\uD800");
+        StoreKey otherHigh = key("a\uD801");
+        Acquired owner = claim(high, null);
+        store().complete(high, owner.token(), RETENTION);
+
+        assertThat(store().claim(List.of(new ClaimRequest(otherHigh, null, LEASE, CLAIM_RETENTION))).get(0))
+                .isInstanceOf(Acquired.class);
+    }
+
+    // ---------------------------------------------------------------- scripts and failures
+
+    @Test
+    void scriptsFlushedFromTheServerAreSentAgainInFull() {
+        StoreKey key = key("order-1");
+        keyspace.redis().scriptFlush();
+
+        Acquired owner = claim(key, null);
+        keyspace.redis().scriptFlush();
+
+        assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
+    }
+
+    @Test
+    void claimSentAgainWithItsOwnTokenIsAcquiredAgainNotInProgress() {
+        // Lettuce sends a command again after a reconnect if its reply was lost; the claim must not then
+        // find itself in the way.
+        byte[] name = new RedisKeys(PREFIX).encode(key("order-1"));
+        byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0]};
+        byte[] script = LuaScript.named("claim").text();
+
+        List<Long> first = keyspace.redis().eval(script, ScriptOutputType.MULTI, new byte[][] {name}, args);
+        List<Long> again = keyspace.redis().eval(script, ScriptOutputType.MULTI, new byte[][] {name}, args);
+
+        assertThat(first).containsExactly(1L, 1L);
+        assertThat(again).containsExactly(1L, 1L);
+    }
+
+    @Test
+    void valueWrittenUnderThePrefixByAnotherApplicationIsANonRetriableError() {
+        StoreKey key = key("order-1");
+        keyspace.redis().set(new RedisKeys(PREFIX).encode(key), ascii("not ours"));
+
+        assertThatThrownBy(() -> store().claim(List.of(new ClaimRequest(key, null, LEASE, CLAIM_RETENTION))))
+                .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.retriable()).isFalse())
+                .hasMessageContaining("refused a claim of 1 key")
+                .hasMessageContaining("is not an Idem record")
+                .hasMessageContaining("give Idem a prefix of its own");
+    }
+
+    @Test
+    void healthCheckPassesAndToStringNamesTheServerAndPrefix() {
+        store().checkHealth();
+
+        try (DedupStore other = createStore(new ManualTicker())) {
+            assertThat(other.toString()).isEqualTo("RedisDedupStore[" + url + ", key-prefix=" + PREFIX + "]");
+        }
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    private Acquired claim(StoreKey key, String fingerprint) {
+        ClaimResult result = store().claim(List.of(new ClaimRequest(key, fingerprint, LEASE, CLAIM_RETENTION))).get(0);
+        assertThat(result).isInstanceOf(Acquired.class);
+        return (Acquired) result;
+    }
+
+    private static String get(String key) {
+        byte[] value = keyspace.redis().get(key.getBytes(StandardCharsets.UTF_8));
+        return value == null ? null : new String(value, StandardCharsets.UTF_8);
+    }
+
+    private static byte[] ascii(String text) {
+        return text.getBytes(StandardCharsets.US_ASCII);
+    }
+}

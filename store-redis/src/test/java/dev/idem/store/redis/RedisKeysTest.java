@@ -1,0 +1,99 @@
+package dev.idem.store.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.spi.StoreKey;
+import io.lettuce.core.cluster.SlotHash;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Key encoding, slot grouping and duration conversion, without a server. */
+class RedisKeysTest {
+
+    private final RedisKeys keys = new RedisKeys("idem:");
+
+    @Test
+    void keyIsPrefixNamespaceByteLengthNamespaceAndId() {
+        assertThat(text(keys.encode(new StoreKey("payments", "order-42")))).isEqualTo("idem:8:payments:order-42");
+        assertThat(text(keys.encode(new StoreKey("", "")))).isEqualTo("idem:0::");
+        assertThat(text(keys.encode(new StoreKey("caf\u00e9", "x")))).isEqualTo("idem:5:caf\u00e9:x");
+    }
+
+    @Test
+    void namespaceAndIdCannotBeShiftedIntoEachOther() {
+        List<StoreKey> near = List.of(new StoreKey("a:b", "c"), new StoreKey("a", "b:c"), new StoreKey("a:", "b:c"),
+                new StoreKey("1:a", "b"), new StoreKey("", "1:a:b"), new StoreKey("a\0b", "c"), new StoreKey("a", "b\0c"));
+
+        assertThat(near.stream().map(keys::encode).map(RedisKeysTest::text).distinct()).hasSize(near.size());
+    }
+
+    @Test
+    void wellFormedTextIsPlainUtf8() {
+        for (String text : List.of("plain", "caf\u00e9", "\u6f22\u5b57", "\uD83D\uDE00 party", "nul\0here", "\uFFFF")) {
+            assertThat(RedisKeys.utf8(text)).as(text).isEqualTo(text.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    @Test
+    void loneSurrogatesAreEncodedEachOnItsOwnNotReplaced() {
+        byte[] high = RedisKeys.utf8("a\uD800");
+        byte[] otherHigh = RedisKeys.utf8("a\uD801");
+        byte[] low = RedisKeys.utf8("\uDC00a");
+
+        assertThat(high).isEqualTo(new byte[] {'a', (byte) 0xED, (byte) 0xA0, (byte) 0x80});
+        assertThat(otherHigh).isNotEqualTo(high);
+        assertThat(low).isEqualTo(new byte[] {(byte) 0xED, (byte) 0xB0, (byte) 0x80, 'a'});
+    }
+
+    @Test
+    void batchIsGroupedBySlotKeepingRequestOrderWithinEachGroup() {
+        byte[][] batch = new byte[200][];
+        for (int i = 0; i < batch.length; i++) {
+            batch[i] = keys.encode(new StoreKey("ns", "order-" + (i % 150)));
+        }
+
+        int[][] groups = RedisDedupStore.bySlot(batch);
+
+        assertThat(Arrays.stream(groups).mapToInt(g -> g.length).sum()).isEqualTo(batch.length);
+        for (int[] group : groups) {
+            int slot = SlotHash.getSlot(batch[group[0]]);
+            for (int j = 0; j < group.length; j++) {
+                assertThat(SlotHash.getSlot(batch[group[j]])).isEqualTo(slot);
+                if (j > 0) {
+                    assertThat(group[j]).isGreaterThan(group[j - 1]);
+                }
+            }
+        }
+        assertThat(Arrays.stream(groups).map(g -> SlotHash.getSlot(batch[g[0]])).distinct()).hasSize(groups.length);
+    }
+
+    @Test
+    void hashTagInThePrefixPutsEveryKeyOnOneSlot() {
+        RedisKeys tagged = new RedisKeys("{idem}:");
+        byte[][] batch = new byte[100][];
+        for (int i = 0; i < batch.length; i++) {
+            batch[i] = tagged.encode(new StoreKey("ns-" + i, "order-" + i));
+        }
+
+        assertThat(RedisDedupStore.bySlot(batch)).hasNumberOfRows(1);
+    }
+
+    @Test
+    void durationsAreRoundedUpAndCapped() {
+        assertThat(RedisDedupStore.micros(Duration.ofNanos(1))).isEqualTo(1);
+        assertThat(RedisDedupStore.micros(Duration.ofSeconds(30))).isEqualTo(30_000_000);
+        assertThat(RedisDedupStore.millis(Duration.ofNanos(1_000_001))).isEqualTo(2);
+        assertThat(RedisDedupStore.millis(Duration.ofMinutes(5))).isEqualTo(300_000);
+        assertThat(RedisDedupStore.millis(Duration.ZERO)).isZero();
+        assertThat(RedisDedupStore.millis(Duration.ofSeconds(-5))).isZero();
+        assertThat(RedisDedupStore.millis(Duration.ofSeconds(Long.MAX_VALUE)))
+                .isEqualTo(RedisDedupStore.LONGEST.toMillis());
+    }
+
+    private static String text(byte[] bytes) {
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
+}
