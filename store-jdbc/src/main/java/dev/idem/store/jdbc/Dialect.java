@@ -1,0 +1,209 @@
+package dev.idem.store.jdbc;
+
+import java.sql.DatabaseMetaData;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Locale;
+import org.jdbi.v3.core.Handle;
+
+/**
+ * What differs between databases: the driver, the table's DDL, the time arithmetic on the database's
+ * clock, and the batched upsert behind a claim. One subclass per database; each instance is bound to
+ * one table and holds that table's SQL. Immutable and thread-safe.
+ *
+ * <p>The table, one row per claimed or completed key:
+ * <pre>
+ * namespace    binary, up to 255 bytes   } primary key; UTF-8 bytes, so comparison is exact:
+ * id           binary, up to 512 bytes   } no collation, case folding, trailing-space rule or NUL limit
+ * state        1 = claimed, 2 = completed
+ * token        the owner's fencing token
+ * attempts     claims without completion
+ * fingerprint  binary, the payload fingerprint as UTF-8; NULL when the pipeline does not fingerprint
+ * lease_until  when the claim's lease ends; NULL once completed
+ * expires_at   when the row is forgotten (lease end + claim retention, or completion + retention); indexed
+ * </pre>
+ * A row whose {@code expires_at} has passed counts as absent even before the purge deletes it.
+ */
+abstract class Dialect {
+
+    static final int CLAIMED = 1;
+    static final int COMPLETED = 2;
+
+    /** The longest namespace, in UTF-8 bytes, the table holds. */
+    static final int MAX_NAMESPACE_BYTES = 255;
+
+    /** The columns every dialect's table has, in DDL order; {@code schema: validate} checks them. */
+    static final List<String> COLUMNS = List.of("namespace", "id", "state", "token", "attempts", "fingerprint",
+            "lease_until", "expires_at");
+
+    /** Rows per claim statement: bounds the statement's size, its parameter count and the locks it holds. */
+    static final int MAX_ROWS_PER_STATEMENT = 1000;
+
+    final String table;
+
+    Dialect(String table) {
+        this.table = table;
+    }
+
+    /**
+     * The dialect for a JDBC URL.
+     *
+     * @throws IllegalArgumentException naming the accepted prefixes, for any other URL
+     */
+    static Dialect forUrl(String url, String table) {
+        String lower = url.toLowerCase(Locale.ROOT);
+        if (lower.startsWith("jdbc:postgresql:")) {
+            return new PostgresDialect(table);
+        }
+        if (lower.startsWith("jdbc:mariadb:") || lower.startsWith("jdbc:mysql:")) {
+            return new MariaDbDialect(table);
+        }
+        if (lower.startsWith("jdbc:h2:")) {
+            return new H2Dialect(table);
+        }
+        throw new IllegalArgumentException("must " + SUPPORTED_URLS);
+    }
+
+    static final String SUPPORTED_URLS =
+            "be a JDBC URL starting with jdbc:postgresql:, jdbc:mariadb:, jdbc:mysql: or jdbc:h2:";
+
+    static boolean supports(String url) {
+        try {
+            forUrl(url, "t");
+            return true;
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
+    }
+
+    /**
+     * This dialect tuned to the server it connected to, from its metadata: a dialect whose SQL depends
+     * on the server's version returns another instance; the rest return themselves.
+     */
+    Dialect forServer(DatabaseMetaData server) throws SQLException {
+        return this;
+    }
+
+    /** The database's name, for messages. */
+    abstract String product();
+
+    /** The driver class, named so that the pool loads it from the plugin's own class loader. */
+    abstract String driverClassName();
+
+    /** The URL handed to the driver; a dialect may add what its driver needs. */
+    String driverUrl(String url) {
+        return url;
+    }
+
+    /** Statements that create the table and its index if absent. */
+    abstract List<String> createTable();
+
+    // ------------------------------------------------------------------ time, on the database's clock
+
+    /** The database's current time; constant within one statement. */
+    abstract String now();
+
+    /** {@code timestamp} plus {@code micros} microseconds; NULL when {@code micros} is NULL. */
+    abstract String plusMicros(String timestamp, String micros);
+
+    /** Microseconds from {@code from} to {@code to}, as an integer. */
+    abstract String microsBetween(String from, String to);
+
+    // ------------------------------------------------------------------ claims
+
+    /**
+     * Inserts each row, or takes over an existing row that a claim may take over (expired, or claimed
+     * with its lease ended), then reads every row back.
+     *
+     * @param rows at most {@link #MAX_ROWS_PER_STATEMENT}, distinct keys, sorted by key so that
+     *        concurrent batches lock rows in one order and cannot deadlock on each other
+     * @return the stored row per request, in request order; {@code null} where the key has no row
+     */
+    abstract List<StoredRow> claim(Handle handle, List<ClaimRow> rows);
+
+    /**
+     * For transactional mode, inside the caller's transaction: inserts the row, or takes over an
+     * existing one that is expired or merely claimed, leaving a live completed row alone. A
+     * concurrent transaction holding the same key makes this wait until it ends.
+     */
+    abstract void upsertInTransaction(Handle handle, ClaimRow row);
+
+    /** Whether an existing row may be taken over by a claim: forgotten, or its lease ended. */
+    final String claimTakeover(String alias) {
+        String now = now();
+        return alias + "expires_at <= " + now + " OR (" + alias + "state = " + CLAIMED + " AND " + alias
+                + "lease_until <= " + now + ")";
+    }
+
+    /** Whether an existing row may be taken over by a transaction: anything but a live completed key. */
+    final String transactionTakeover(String alias) {
+        return alias + "expires_at <= " + now() + " OR " + alias + "state = " + CLAIMED;
+    }
+
+    // ------------------------------------------------------------------ shared statements
+
+    /** The columns a {@link StoredRow} is read from, in {@link StoredRow#read} order. */
+    final String storedColumns() {
+        return "token, attempts, state, fingerprint, " + microsBetween(now(), "lease_until") + ", expires_at > " + now();
+    }
+
+    /** Locks and reads one key's row within a transaction. Parameters: namespace, id. */
+    String lockRow() {
+        return "SELECT " + storedColumns() + " FROM " + table + " WHERE namespace = ? AND id = ? FOR UPDATE";
+    }
+
+    /** Completes a live claim of the token's owner. Parameters: retention micros, namespace, id, token. */
+    String complete() {
+        return "UPDATE " + table + " SET state = " + COMPLETED + ", lease_until = NULL, expires_at = "
+                + plusMicros(now(), "?") + " WHERE namespace = ? AND id = ? AND token = ? AND state = " + CLAIMED
+                + " AND expires_at > " + now();
+    }
+
+    /** Counts the key if that token completed it and it is remembered. Parameters: namespace, id, token. */
+    String completedBy() {
+        return "SELECT COUNT(*) FROM " + table + " WHERE namespace = ? AND id = ? AND token = ? AND state = "
+                + COMPLETED + " AND expires_at > " + now();
+    }
+
+    /** Deletes a live claim of the token's owner. Parameters: namespace, id, token. */
+    String release() {
+        return "DELETE FROM " + table + " WHERE namespace = ? AND id = ? AND token = ? AND state = " + CLAIMED
+                + " AND expires_at > " + now();
+    }
+
+    /**
+     * Extends a live claim's lease from now, keeping how long it is remembered after the lease.
+     * {@code expires_at} is assigned first: MariaDB evaluates assignments left to right with the
+     * values already assigned. Parameters: lease micros, lease micros, namespace, id, token.
+     */
+    String renew() {
+        return "UPDATE " + table + " SET expires_at = "
+                + plusMicros(now(), "? + " + microsBetween("lease_until", "expires_at"))
+                + ", lease_until = " + plusMicros(now(), "?")
+                + " WHERE namespace = ? AND id = ? AND token = ? AND state = " + CLAIMED + " AND expires_at > " + now();
+    }
+
+    /** Deletes at most the given number of expired rows. Parameter: the batch size. */
+    abstract String purge();
+
+    // ------------------------------------------------------------------ failures
+
+    /**
+     * Whether the statement lost a race that running it again resolves: a deadlock, a serialization
+     * failure, or a concurrent insert of the same key. Nothing of the failed statement remains.
+     */
+    boolean isConflict(SQLException e) {
+        String state = e.getSQLState();
+        return state != null && (state.startsWith("40") || state.equals("23505"));
+    }
+
+    /** Vendor error codes meaning "try again later" that the SQLState alone does not tell. */
+    boolean isRetriableVendorCode(int errorCode) {
+        return false;
+    }
+
+    @Override
+    public String toString() {
+        return product() + " dialect for table " + table;
+    }
+}

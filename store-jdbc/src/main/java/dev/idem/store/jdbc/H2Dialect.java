@@ -1,0 +1,104 @@
+package dev.idem.store.jdbc;
+
+import dev.idem.spi.StoreKey;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * H2, the embedded default: {@code MERGE INTO ... USING (VALUES ...)} with a conditional
+ * {@code WHEN MATCHED}, then a read of the batch's rows. H2 re-checks the {@code WHEN MATCHED}
+ * condition on a row's latest version once it holds the row's lock, so two racing takeovers cannot
+ * both succeed. Two racing inserts of a new key make one fail with a duplicate key, which the store
+ * runs again.
+ */
+final class H2Dialect extends UpsertThenReadDialect {
+
+    // Lock timeout, concurrent update, connection broken, database closed.
+    private static final Set<Integer> RETRIABLE_CODES = Set.of(50200, 90131, 90067, 90098);
+
+    H2Dialect(String table) {
+        super(table);
+    }
+
+    @Override
+    String product() {
+        return "H2";
+    }
+
+    @Override
+    String driverClassName() {
+        return "org.h2.Driver";
+    }
+
+    @Override
+    List<String> createTable() {
+        return List.of("""
+                CREATE TABLE IF NOT EXISTS %s (
+                    namespace   VARBINARY(%d) NOT NULL,
+                    id          VARBINARY(%d) NOT NULL,
+                    state       SMALLINT      NOT NULL,
+                    token       BIGINT        NOT NULL,
+                    attempts    INTEGER       NOT NULL,
+                    fingerprint VARBINARY,
+                    lease_until TIMESTAMP(6) WITH TIME ZONE,
+                    expires_at  TIMESTAMP(6) WITH TIME ZONE NOT NULL,
+                    PRIMARY KEY (namespace, id)
+                )""".formatted(table, MAX_NAMESPACE_BYTES, StoreKey.MAX_ID_BYTES),
+                "CREATE INDEX IF NOT EXISTS " + table + "_expires_at ON " + table + " (expires_at)");
+    }
+
+    @Override
+    String now() {
+        return "CURRENT_TIMESTAMP(6)";
+    }
+
+    @Override
+    String plusMicros(String timestamp, String micros) {
+        return "DATEADD(MICROSECOND, CAST(" + micros + " AS BIGINT), " + timestamp + ")";
+    }
+
+    @Override
+    String microsBetween(String from, String to) {
+        return "DATEDIFF(MICROSECOND, " + from + ", " + to + ")";
+    }
+
+    @Override
+    String upsert(int rows, boolean transactional) {
+        String now = now();
+        // Parameters in VALUES carry no type of their own, so each is cast.
+        String row = "(CAST(? AS VARBINARY(" + MAX_NAMESPACE_BYTES + ")), CAST(? AS VARBINARY(" + StoreKey.MAX_ID_BYTES
+                + ")), CAST(? AS SMALLINT), CAST(? AS BIGINT), CAST(? AS VARBINARY), CAST(? AS BIGINT), CAST(? AS BIGINT))";
+        StringBuilder sql = new StringBuilder("MERGE INTO ").append(table).append(" k USING (VALUES ");
+        for (int i = 0; i < rows; i++) {
+            sql.append(i == 0 ? row : ", " + row);
+        }
+        String leaseUntil = plusMicros(now, "r.lease_us");
+        String expiresAt = plusMicros(now, "r.expires_us");
+        return sql.append(") AS r(namespace, id, state, token, fingerprint, lease_us, expires_us)")
+                .append(" ON k.namespace = r.namespace AND k.id = r.id")
+                .append(" WHEN MATCHED AND (").append(transactional ? transactionTakeover("k.") : claimTakeover("k."))
+                .append(") THEN UPDATE SET attempts = CASE WHEN k.expires_at <= ").append(now)
+                .append(" THEN 1 ELSE k.attempts + 1 END, state = r.state, token = r.token, fingerprint = r.fingerprint,")
+                .append(" lease_until = ").append(leaseUntil).append(", expires_at = ").append(expiresAt)
+                .append(" WHEN NOT MATCHED THEN INSERT (namespace, id, state, token, attempts, fingerprint, lease_until,")
+                .append(" expires_at) VALUES (r.namespace, r.id, r.state, r.token, 1, r.fingerprint, ")
+                .append(leaseUntil).append(", ").append(expiresAt).append(')')
+                .toString();
+    }
+
+    @Override
+    String purge() {
+        return "DELETE FROM " + table + " WHERE expires_at < " + now() + " FETCH FIRST ? ROWS ONLY";
+    }
+
+    @Override
+    boolean isConflict(SQLException e) {
+        return super.isConflict(e) || e.getErrorCode() == 90131;
+    }
+
+    @Override
+    boolean isRetriableVendorCode(int errorCode) {
+        return RETRIABLE_CODES.contains(errorCode);
+    }
+}

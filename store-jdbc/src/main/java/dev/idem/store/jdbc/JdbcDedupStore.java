@@ -1,0 +1,368 @@
+package dev.idem.store.jdbc;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.ClaimResult.Acquired;
+import dev.idem.spi.ClaimResult.Duplicate;
+import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.StoreException;
+import dev.idem.spi.StoreKey;
+import dev.idem.spi.TransactionalDedupStore;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.HandleCallback;
+import org.jdbi.v3.core.Jdbi;
+
+/**
+ * A {@link TransactionalDedupStore} on one SQL table, through Jdbi over a HikariCP pool. See
+ * {@link JdbcDedupStoreProvider} for configuration and {@link Dialect} for the table.
+ *
+ * <p>Every decision is made by the database, on its clock, atomically per row: a claim is an upsert
+ * whose update applies only where a takeover is allowed, and fenced calls are single statements
+ * conditioned on the token. A batch claim sends its distinct keys sorted (so concurrent batches lock
+ * rows in one order) in statements of at most {@value Dialect#MAX_ROWS_PER_STATEMENT} keys; a key
+ * repeated in the batch is sent once, and its repeats answer from the first request's result.
+ */
+final class JdbcDedupStore implements TransactionalDedupStore {
+
+    /** Claims of keys whose rows another writer changed between our write and our read. */
+    private static final int MAX_PASSES = 5;
+
+    /** The longest wait suggested for a key still racing after {@link #MAX_PASSES}. */
+    private static final Duration RACE_BACKOFF = Duration.ofMillis(100);
+
+    /** Runs of a statement that lost a deadlock or an insert race; nothing of a lost run remains. */
+    private static final int MAX_CONFLICT_RUNS = 10;
+
+    private final HikariDataSource dataSource;
+    private final Jdbi jdbi;
+    private final Dialect dialect;
+    private final Failures failures;
+    private final Purger purger;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    JdbcDedupStore(HikariDataSource dataSource, Jdbi jdbi, Dialect dialect, Failures failures, Purger purger) {
+        this.dataSource = dataSource;
+        this.jdbi = jdbi;
+        this.dialect = dialect;
+        this.failures = failures;
+        this.purger = purger;
+    }
+
+    // ------------------------------------------------------------------ claims
+
+    @Override
+    public List<ClaimResult> claim(List<ClaimRequest> requests) {
+        int size = requests.size();
+        if (size == 0) {
+            return List.of();
+        }
+        ClaimResult[] results = new ClaimResult[size];
+        StoredRow[] stored = new StoredRow[size];
+        int[] firstOf = new int[size];
+        Map<StoreKey, Integer> first = new HashMap<>(size * 2);
+        List<ClaimRow> pending = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            ClaimRequest request = requests.get(i);
+            Integer earlier = first.putIfAbsent(request.key(), i);
+            firstOf[i] = earlier == null ? i : earlier;
+            if (earlier == null) {
+                pending.add(ClaimRow.claim(i, request.key(), request.fingerprint(), request.lease(),
+                        request.retention(), Tokens.next()));
+            }
+        }
+        Collections.sort(pending);
+        claimAll(pending, requests, results, stored);
+        for (int i = 0; i < size; i++) {
+            if (firstOf[i] != i) {
+                results[i] = repeatOf(results[firstOf[i]], stored[firstOf[i]], requests.get(firstOf[i]),
+                        requests.get(i));
+            }
+        }
+        return List.of(results);
+    }
+
+    private void claimAll(List<ClaimRow> pending, List<ClaimRequest> requests, ClaimResult[] results,
+            StoredRow[] stored) {
+        call("claim of " + pending.size() + " keys", handle -> {
+            List<ClaimRow> rows = pending;
+            for (int pass = 1; !rows.isEmpty() && pass <= MAX_PASSES; pass++) {
+                rows = claimPass(handle, rows, results, stored);
+            }
+            // Still racing after several passes: answer "busy" and let the caller come back soon.
+            for (ClaimRow row : rows) {
+                Duration lease = requests.get(row.index()).lease();
+                results[row.index()] = new InProgress(lease.compareTo(RACE_BACKOFF) < 0 ? lease : RACE_BACKOFF);
+            }
+            return null;
+        });
+    }
+
+    /** Claims {@code rows} statement by statement; returns those to try again, with new tokens. */
+    private List<ClaimRow> claimPass(Handle handle, List<ClaimRow> rows, ClaimResult[] results, StoredRow[] stored) {
+        List<ClaimRow> again = new ArrayList<>();
+        for (int from = 0; from < rows.size(); from += Dialect.MAX_ROWS_PER_STATEMENT) {
+            List<ClaimRow> chunk = rows.subList(from, Math.min(rows.size(), from + Dialect.MAX_ROWS_PER_STATEMENT));
+            List<StoredRow> answers = claimChunk(handle, chunk);
+            for (int j = 0; j < chunk.size(); j++) {
+                ClaimRow row = chunk.get(j);
+                ClaimResult result = StoredRow.resultFor(row, answers.get(j));
+                if (result == null) {
+                    again.add(row.withToken(Tokens.next()));
+                } else {
+                    results[row.index()] = result;
+                    stored[row.index()] = answers.get(j);
+                }
+            }
+        }
+        return again;
+    }
+
+    private List<StoredRow> claimChunk(Handle handle, List<ClaimRow> rows) {
+        for (int run = 1; ; run++) {
+            try {
+                return dialect.claim(handle, rows);
+            } catch (RuntimeException e) {
+                if (run >= MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
+                    throw e;
+                }
+                backOff(run);
+            }
+        }
+    }
+
+    /**
+     * Waits before running a statement that lost a race again, longer each time and at random, so
+     * that the winner (H2 fails a racing insert at once rather than waiting for it) can commit first.
+     */
+    private static void backOff(int run) {
+        long maxMillis = Math.min(50, 1L << run);
+        try {
+            Thread.sleep(ThreadLocalRandom.current().nextLong(1, maxMillis + 1));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A repeated key's answer: the first request's acquisition makes the repeats wait for its lease. */
+    private static ClaimResult repeatOf(ClaimResult first, StoredRow stored, ClaimRequest firstRequest,
+            ClaimRequest repeat) {
+        if (first instanceof Acquired) {
+            return new InProgress(firstRequest.lease());
+        }
+        if (first instanceof Duplicate && stored != null) {
+            return stored.duplicateOf(ClaimRow.utf8(repeat.fingerprint(), "fingerprint"));
+        }
+        return first;
+    }
+
+    // ------------------------------------------------------------------ fenced calls
+
+    @Override
+    public boolean complete(StoreKey key, long token, Duration retention) {
+        Objects.requireNonNull(retention, "retention");
+        byte[] namespace = ClaimRow.namespace(key);
+        byte[] id = ClaimRow.id(key);
+        return call("complete", handle -> {
+            int updated = handle.createUpdate(dialect.complete())
+                    .bind(0, ClaimRow.micros(retention)).bind(1, namespace).bind(2, id).bind(3, token)
+                    .execute();
+            // Not our live claim: still true if our own earlier complete landed (a retry after a timeout).
+            return updated > 0 || handle.createQuery(dialect.completedBy())
+                    .bind(0, namespace).bind(1, id).bind(2, token)
+                    .mapTo(Integer.class).one() > 0;
+        });
+    }
+
+    @Override
+    public boolean release(StoreKey key, long token) {
+        byte[] namespace = ClaimRow.namespace(key);
+        byte[] id = ClaimRow.id(key);
+        return call("release", handle -> handle.createUpdate(dialect.release())
+                .bind(0, namespace).bind(1, id).bind(2, token)
+                .execute() > 0);
+    }
+
+    @Override
+    public boolean renew(StoreKey key, long token, Duration lease) {
+        if (lease.isNegative() || lease.isZero()) {
+            throw new IllegalArgumentException("lease must be positive: " + lease);
+        }
+        byte[] namespace = ClaimRow.namespace(key);
+        byte[] id = ClaimRow.id(key);
+        long micros = Math.max(1, ClaimRow.micros(lease));
+        return call("renew", handle -> handle.createUpdate(dialect.renew())
+                .bind(0, micros).bind(1, micros).bind(2, namespace).bind(3, id).bind(4, token)
+                .execute() > 0);
+    }
+
+    // ------------------------------------------------------------------ transactional mode
+
+    @Override
+    public Outcome runOnce(StoreKey key, String fingerprint, Duration retention, Work work) throws Exception {
+        Objects.requireNonNull(retention, "retention");
+        Objects.requireNonNull(work, "work");
+        ClaimRow row = ClaimRow.completed(key, fingerprint, retention, Tokens.next());
+        for (int pass = 1; ; pass++) {
+            Handle handle = open("transactional run");
+            try {
+                StoredRow held = takeKey(handle, row, pass);
+                if (held != null && held.token() == row.token()) {
+                    runAndCommit(handle, work);
+                    return Outcome.COMMITTED;
+                }
+                if (held != null) {
+                    rollback(handle, null);
+                    if (held.live() && held.state() == Dialect.COMPLETED) {
+                        return held.duplicateOf(row.fingerprint()).fingerprintMatches() ? Outcome.DUPLICATE
+                                : Outcome.DUPLICATE_FINGERPRINT_MISMATCH;
+                    }
+                }
+                // Lost a race (the row changed or vanished between the write and the read): try again.
+                if (pass >= MAX_CONFLICT_RUNS) {
+                    throw failures.of("transactional run", "the key's row kept changing under " + pass + " tries", true);
+                }
+                row = row.withToken(Tokens.next());
+            } finally {
+                closeQuietly(handle);
+            }
+        }
+    }
+
+    /**
+     * Opens the transaction and writes the key as completed, waiting for a concurrent holder of the
+     * key. Returns the key's row, locked; {@code null} when the write lost a race and may simply run
+     * again (the transaction is then rolled back).
+     */
+    private StoredRow takeKey(Handle handle, ClaimRow row, int pass) {
+        try {
+            handle.begin();
+            dialect.upsertInTransaction(handle, row);
+            StoredRow held = handle.createQuery(dialect.lockRow())
+                    .bind(0, row.namespace()).bind(1, row.id())
+                    .map((rs, ctx) -> StoredRow.read(rs, 1))
+                    .findOne().orElse(null);
+            if (held == null) {
+                rollback(handle, null);
+            }
+            return held;
+        } catch (RuntimeException e) {
+            rollback(handle, e);
+            if (pass < MAX_CONFLICT_RUNS && failures.isConflict(e)) {
+                backOff(pass);
+                return null;
+            }
+            throw failures.of("recording the key in a transaction", e);
+        }
+    }
+
+    private void runAndCommit(Handle handle, Work work) throws Exception {
+        JdbcTransaction transaction = new JdbcTransaction(handle);
+        try {
+            work.run(transaction);
+        } catch (Throwable t) {
+            transaction.end();
+            rollback(handle, t);
+            throw t;
+        }
+        transaction.end();
+        try {
+            handle.commit();
+        } catch (RuntimeException e) {
+            rollback(handle, e);
+            throw failures.of("committing the transaction", e);
+        }
+    }
+
+    /** Rolls back; a failure to do so is added to {@code cause} when there is one, else thrown. */
+    private void rollback(Handle handle, Throwable cause) {
+        try {
+            handle.rollback();
+        } catch (RuntimeException e) {
+            if (cause == null) {
+                throw failures.of("rolling back the transaction", e);
+            }
+            cause.addSuppressed(e);
+        }
+    }
+
+    private static void closeQuietly(Handle handle) {
+        try {
+            handle.close();
+        } catch (RuntimeException ignored) {
+            // The connection is broken or was already handed back; the failure that matters was reported.
+        }
+    }
+
+    // ------------------------------------------------------------------ life cycle
+
+    @Override
+    public void checkHealth() {
+        call("health check", handle -> handle.createQuery("SELECT 1").mapTo(Integer.class).one());
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            try {
+                purger.close();
+            } finally {
+                dataSource.close();
+            }
+        }
+    }
+
+    /** Runs one purge now, as the schedule does; for tests and operators. */
+    Purger.Run purgeExpired() {
+        return purger.purgeExpired();
+    }
+
+    Purger purger() {
+        return purger;
+    }
+
+    Dialect dialect() {
+        return dialect;
+    }
+
+    Jdbi jdbi() {
+        return jdbi;
+    }
+
+    @Override
+    public String toString() {
+        return "JdbcDedupStore[" + failures.where() + "]";
+    }
+
+    // ------------------------------------------------------------------ plumbing
+
+    private Handle open(String operation) {
+        try {
+            return jdbi.open();
+        } catch (RuntimeException e) {
+            throw failures.of(operation + " (getting a connection)", e);
+        }
+    }
+
+    private <T> T call(String operation, HandleCallback<T, RuntimeException> callback) {
+        if (closed.get()) {
+            throw failures.of(operation, "the store is closed", false);
+        }
+        try {
+            return jdbi.withHandle(callback);
+        } catch (StoreException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw failures.of(operation, e);
+        }
+    }
+}

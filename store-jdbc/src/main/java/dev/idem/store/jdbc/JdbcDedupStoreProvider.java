@@ -1,0 +1,192 @@
+package dev.idem.store.jdbc;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.PluginConfig;
+import dev.idem.spi.Secret;
+import dev.idem.spi.StoreContext;
+import dev.idem.spi.StoreException;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import org.jdbi.v3.core.Jdbi;
+
+/**
+ * The {@code jdbc} dedup store: keys in one table of a SQL database (PostgreSQL, MariaDB or MySQL,
+ * or an embedded H2 file), shared by every process that points at it.
+ *
+ * <p>The dialect follows the URL: {@code jdbc:postgresql:}, {@code jdbc:mariadb:} or {@code jdbc:mysql:}
+ * (through the MariaDB driver, which ships with the plugin as do the PostgreSQL and H2 drivers), or
+ * {@code jdbc:h2:} (file mode, e.g. {@code jdbc:h2:file:./data/idem}, is the distribution's zero-setup
+ * default). Leases and retention run on the database's clock. A batch of claims is one statement on
+ * PostgreSQL and MariaDB, and two (an upsert and a read) on H2 and MySQL. Expired rows are deleted every
+ * {@code purge.interval} in batches of {@code purge.batch-size}.
+ *
+ * <p>The store also offers transactional mode ({@link dev.idem.spi.TransactionalDedupStore}): the key
+ * is written in the handler's own transaction, which the handler reaches from its context as a
+ * {@code java.sql.Connection} or a Jdbi {@code Handle}. The pool runs transactions at READ COMMITTED.
+ *
+ * <p>Stateless and thread-safe, as every provider is; {@link #create} connects, prepares the table
+ * and starts the purge. Found through {@link java.util.ServiceLoader}.
+ */
+public final class JdbcDedupStoreProvider implements DedupStoreProvider {
+
+    /** The id users write in {@code store.type}. */
+    public static final String ID = "jdbc";
+
+    /** {@code store.jdbc.url}: where the database is; picks the dialect. */
+    public static final ConfigKey<String> URL = ConfigKey.string("url")
+            .required()
+            .validate(Dialect::supports, Dialect.SUPPORTED_URLS)
+            .doc("The JDBC URL of the database, which also picks the SQL dialect: jdbc:postgresql://host:5432/db, "
+                    + "jdbc:mariadb://host:3306/db (jdbc:mysql:// for MySQL), or jdbc:h2:file:./data/idem for an "
+                    + "embedded file. Put no password here; use password.");
+
+    /** {@code store.jdbc.username}. */
+    public static final ConfigKey<String> USERNAME = ConfigKey.string("username")
+            .doc("The database user; leave out when the URL names it or the database needs none.");
+
+    /** {@code store.jdbc.password}: a secret. */
+    public static final ConfigKey<Secret> PASSWORD = ConfigKey.secret("password")
+            .doc("The database user's password; write ${ENV_VAR} to take it from the environment.");
+
+    /** {@code store.jdbc.table}: the table's name. */
+    public static final ConfigKey<String> TABLE = ConfigKey.string("table")
+            .defaultValue("idem_keys")
+            .validate(t -> t.matches("[A-Za-z_][A-Za-z0-9_]{0,47}"),
+                    "be a plain SQL identifier: a letter or '_', then up to 47 letters, digits or '_'")
+            .doc("The table holding the keys, in the connection's default schema or database (choose another "
+                    + "through the URL). Several pipelines share it: keys are namespaced by pipeline.");
+
+    /** {@code store.jdbc.schema}: what to do about the table at start. */
+    public static final ConfigKey<String> SCHEMA = ConfigKey.oneOf("schema", Schema.CREATE, Schema.VALIDATE, Schema.NONE)
+            .defaultValue(Schema.CREATE)
+            .doc("At start: create the table and its index if absent, then check them (create); only check "
+                    + "that the table has every column and the primary key (validate), for databases whose "
+                    + "schema is managed elsewhere; or trust it (none).");
+
+    /** {@code store.jdbc.pool.maximum-size}. */
+    public static final ConfigKey<Integer> POOL_MAXIMUM_SIZE = ConfigKey.integer("pool.maximum-size")
+            .defaultValue(10)
+            .atLeast(1)
+            .doc("How many connections the store keeps open at most. Each in-flight batch claim or fenced call "
+                    + "holds one for a statement; in transactional mode each running handler holds one for its "
+                    + "whole run, so size it at least to the pipelines' concurrency.");
+
+    /** {@code store.jdbc.pool.connection-timeout}. */
+    public static final ConfigKey<Duration> POOL_CONNECTION_TIMEOUT = ConfigKey.duration("pool.connection-timeout")
+            .defaultValue(Duration.ofSeconds(5))
+            .atLeast(Duration.ofMillis(250))
+            .doc("How long a call waits for a connection (from the pool, or a new one from the database) before "
+                    + "failing with a retriable store error.");
+
+    /** {@code store.jdbc.purge.interval}. */
+    public static final ConfigKey<Duration> PURGE_INTERVAL = ConfigKey.duration("purge.interval")
+            .defaultValue(Duration.ofMinutes(1))
+            .validate(d -> d.isZero() || d.compareTo(Duration.ofMillis(100)) >= 0, "be 0 (never) or at least 100ms")
+            .doc("How often expired keys are deleted. An expired key counts as absent at once; purging only "
+                    + "keeps the table small. 0 turns purging off, e.g. when another process purges the table.");
+
+    /** {@code store.jdbc.purge.batch-size}. */
+    public static final ConfigKey<Integer> PURGE_BATCH_SIZE = ConfigKey.integer("purge.batch-size")
+            .defaultValue(1000)
+            .atLeast(1)
+            .atMost(100_000)
+            .doc("How many expired keys one delete statement removes at most; a purge repeats it until fewer "
+                    + "are left. Smaller batches hold fewer locks for a shorter time.");
+
+    /** {@code store.jdbc.properties}: driver settings passed through. */
+    public static final ConfigKey<Map<String, String>> PROPERTIES = ConfigKey.map("properties")
+            .doc("JDBC driver properties, passed to the driver as they are, e.g. sslmode: verify-full for "
+                    + "PostgreSQL or sslMode: verify-full for MariaDB.");
+
+    private static final ConfigSpec SPEC = ConfigSpec.builder()
+            .define(URL)
+            .define(USERNAME)
+            .define(PASSWORD)
+            .define(TABLE)
+            .define(SCHEMA)
+            .define(POOL_MAXIMUM_SIZE)
+            .define(POOL_CONNECTION_TIMEOUT)
+            .define(PURGE_INTERVAL)
+            .define(PURGE_BATCH_SIZE)
+            .define(PROPERTIES)
+            .build();
+
+    /** For {@link java.util.ServiceLoader}. */
+    public JdbcDedupStoreProvider() {
+    }
+
+    @Override
+    public String id() {
+        return ID;
+    }
+
+    @Override
+    public ConfigSpec configSpec() {
+        return SPEC;
+    }
+
+    /**
+     * Connects, prepares the table as {@code schema} says and starts purging.
+     *
+     * @throws StoreException when the database cannot be reached (retriable) or its table does not fit
+     *         the store (not retriable); the message names the URL, without password, and what to do
+     */
+    @Override
+    public DedupStore create(PluginConfig config, StoreContext context) {
+        Objects.requireNonNull(config, "config");
+        String url = config.get(URL);
+        Dialect byUrl = Dialect.forUrl(url, config.get(TABLE));
+        HikariDataSource dataSource = connect(config, byUrl, new Failures(byUrl, url));
+        try {
+            Jdbi jdbi = Jdbi.create(dataSource);
+            Dialect dialect = forServer(jdbi, byUrl, url);
+            Failures failures = new Failures(dialect, url);
+            new Schema(jdbi, dialect, failures).prepare(config.get(SCHEMA));
+            Purger purger = new Purger(jdbi, dialect, config.get(PURGE_BATCH_SIZE), failures);
+            purger.start(config.get(PURGE_INTERVAL));
+            return new JdbcDedupStore(dataSource, jdbi, dialect, failures, purger);
+        } catch (RuntimeException e) {
+            dataSource.close();
+            throw e;
+        }
+    }
+
+    private static Dialect forServer(Jdbi jdbi, Dialect dialect, String url) {
+        try {
+            return jdbi.withHandle(handle -> dialect.forServer(handle.getConnection().getMetaData()));
+        } catch (SQLException | RuntimeException e) {
+            throw new Failures(dialect, url).of("reading the server's version", e);
+        }
+    }
+
+    private static HikariDataSource connect(PluginConfig config, Dialect dialect, Failures failures) {
+        HikariConfig pool = new HikariConfig();
+        pool.setPoolName("idem-store-jdbc-" + dialect.table);
+        pool.setJdbcUrl(dialect.driverUrl(config.get(URL)));
+        pool.setDriverClassName(dialect.driverClassName());
+        if (config.get(USERNAME) != null) {
+            pool.setUsername(config.get(USERNAME));
+        }
+        if (config.get(PASSWORD) != null) {
+            pool.setPassword(config.get(PASSWORD).reveal());
+        }
+        pool.setMaximumPoolSize(config.get(POOL_MAXIMUM_SIZE));
+        pool.setConnectionTimeout(config.get(POOL_CONNECTION_TIMEOUT).toMillis());
+        pool.setAutoCommit(true);
+        // MariaDB defaults to REPEATABLE READ, whose gap locks make concurrent upserts deadlock far more.
+        pool.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
+        config.get(PROPERTIES).forEach(pool::addDataSourceProperty);
+        try {
+            return new HikariDataSource(pool);
+        } catch (RuntimeException e) {
+            throw failures.of("connecting", e);
+        }
+    }
+}

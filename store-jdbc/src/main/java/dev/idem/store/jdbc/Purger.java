@@ -1,0 +1,105 @@
+package dev.idem.store.jdbc;
+
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.jdbi.v3.core.Jdbi;
+
+/**
+ * Deletes forgotten rows so that the table does not grow with every key ever seen. Each run deletes
+ * in batches of a bounded size, each its own short statement, until a batch comes back short; so a
+ * backlog is worked off without one long transaction holding locks or bloating the log. Runs on one
+ * daemon thread, at a fixed delay; a failed run is logged and the next one tries again.
+ */
+final class Purger implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(Purger.class.getName());
+
+    /** What one run did. */
+    record Run(long rows, int batches) {
+    }
+
+    private final Jdbi jdbi;
+    private final Dialect dialect;
+    private final int batchSize;
+    private final Failures failures;
+    private final ScheduledExecutorService executor;
+    private volatile boolean stopped;
+
+    Purger(Jdbi jdbi, Dialect dialect, int batchSize, Failures failures) {
+        this.jdbi = jdbi;
+        this.dialect = dialect;
+        this.batchSize = batchSize;
+        this.failures = failures;
+        this.executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "idem-store-jdbc-purge");
+            thread.setDaemon(true);
+            return thread;
+        });
+    }
+
+    /** Purges every {@code interval}, the first time one interval from now; zero purges never. */
+    void start(Duration interval) {
+        if (interval.isZero()) {
+            return;
+        }
+        long millis = interval.toMillis();
+        executor.scheduleWithFixedDelay(this::runLogged, millis, millis, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Deletes expired rows, batch by batch, until none is left or the purger is closed.
+     *
+     * @throws dev.idem.spi.StoreException when a batch fails
+     */
+    Run purgeExpired() {
+        long rows = 0;
+        int batches = 0;
+        String sql = dialect.purge();
+        while (!stopped) {
+            int deleted;
+            try {
+                deleted = jdbi.withHandle(handle -> handle.createUpdate(sql).bind(0, batchSize).execute());
+            } catch (RuntimeException e) {
+                throw failures.of("purging expired keys", e);
+            }
+            rows += deleted;
+            batches++;
+            if (deleted < batchSize) {
+                break;
+            }
+        }
+        return new Run(rows, batches);
+    }
+
+    private void runLogged() {
+        try {
+            Run run = purgeExpired();
+            if (run.rows() > 0) {
+                LOG.log(Level.DEBUG, () -> failures.where() + ": purged " + run.rows() + " expired keys in "
+                        + run.batches() + " batches");
+            }
+        } catch (RuntimeException e) {
+            // The next run tries again; claims are unaffected, since an expired row counts as absent.
+            LOG.log(Level.WARNING, e.getMessage(), e);
+        }
+    }
+
+    boolean isStopped() {
+        return executor.isTerminated();
+    }
+
+    /** Stops purging, waiting briefly for a running batch to end. */
+    @Override
+    public void close() {
+        stopped = true;
+        executor.shutdownNow();
+        try {
+            executor.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

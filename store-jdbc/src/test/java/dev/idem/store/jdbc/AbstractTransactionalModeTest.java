@@ -1,0 +1,327 @@
+package dev.idem.store.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.ClaimResult.Acquired;
+import dev.idem.spi.ClaimResult.Duplicate;
+import dev.idem.spi.StoreException;
+import dev.idem.spi.StoreKey;
+import dev.idem.spi.TransactionalDedupStore.Outcome;
+import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
+import dev.idem.spi.TransactionalDedupStore.Work;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import org.jdbi.v3.core.Handle;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Transactional mode ({@link JdbcDedupStore#runOnce}) against one database per subclass: the key and
+ * the work's own writes (one row per run in a business table without a unique key) commit or roll
+ * back together, and a concurrent run of the same key waits, then ends as a duplicate.
+ */
+abstract class AbstractTransactionalModeTest {
+
+    private static final Duration RETENTION = Duration.ofHours(1);
+    private static final Duration LEASE = Duration.ofSeconds(30);
+
+    /** Keys two threads race over, as many as the issue asks of the pipeline; {@code -Didem.test.raced-keys} changes it. */
+    private static final int RACED_KEYS = Integer.getInteger("idem.test.raced-keys", 10_000);
+
+    private JdbcDedupStore store;
+    private String business;
+    private String namespace;
+
+    abstract TestDatabase database();
+
+    @BeforeEach
+    void createStoreAndBusinessTable() {
+        store = AbstractJdbcDedupStoreTest.create(database().config());
+        business = database().newTable("idem_business");
+        database().jdbi().useHandle(handle -> handle.execute("CREATE TABLE " + business
+                + " (message_key VARCHAR(100) NOT NULL, thread_name VARCHAR(100))"));
+        namespace = "tx-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    @AfterEach
+    void closeStore() {
+        store.close();
+    }
+
+    @Test
+    void runOnceCommitsTheWorkAndTheKeyTogether() throws Exception {
+        StoreKey key = key("order-1");
+
+        assertThat(store.runOnce(key, "sha256:aa", RETENTION, insertRow("order-1"))).isEqualTo(Outcome.COMMITTED);
+
+        assertThat(businessRows()).containsExactly("order-1");
+        assertThat(claim(key)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
+    void runOnceOfACompletedKeyIsDuplicateWithoutRunningTheWork() throws Exception {
+        StoreKey key = key("order-1");
+        store.runOnce(key, "sha256:aa", RETENTION, insertRow("order-1"));
+        AtomicInteger runs = new AtomicInteger();
+
+        assertThat(store.runOnce(key, "sha256:aa", RETENTION, tx -> runs.incrementAndGet())).isEqualTo(Outcome.DUPLICATE);
+        assertThat(store.runOnce(key, null, RETENTION, tx -> runs.incrementAndGet())).isEqualTo(Outcome.DUPLICATE);
+        assertThat(store.runOnce(key, "sha256:bb", RETENTION, tx -> runs.incrementAndGet()))
+                .isEqualTo(Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
+
+        assertThat(runs).hasValue(0);
+        assertThat(businessRows()).containsExactly("order-1");
+    }
+
+    @Test
+    void keyCompletedByAClaimIsADuplicateForRunOnce() throws Exception {
+        StoreKey key = key("order-1");
+        Acquired owner = (Acquired) claim(key);
+        store.complete(key, owner.token(), RETENTION);
+
+        assertThat(store.runOnce(key, null, RETENTION, insertRow("order-1"))).isEqualTo(Outcome.DUPLICATE);
+        assertThat(businessRows()).isEmpty();
+    }
+
+    @Test
+    void workThatThrowsRollsBackItsWritesAndLeavesTheKeyAbsent() {
+        StoreKey key = key("order-1");
+        IllegalStateException failure = new IllegalStateException("handler failed");
+
+        assertThatThrownBy(() -> store.runOnce(key, null, RETENTION, tx -> {
+            insertRow("order-1").run(tx);
+            throw failure;
+        })).isSameAs(failure);
+
+        assertThat(businessRows()).isEmpty();
+        assertThat(claim(key)).isInstanceOfSatisfying(Acquired.class, a -> assertThat(a.attempt()).isEqualTo(1));
+    }
+
+    @Test
+    void theTransactionIsOfferedAsConnectionAndHandleOnlyWhileTheWorkRuns() throws Exception {
+        AtomicReference<StoreTransaction> seen = new AtomicReference<>();
+
+        store.runOnce(key("order-1"), null, RETENTION, tx -> {
+            seen.set(tx);
+            Connection connection = tx.unwrap(Connection.class);
+            assertThat(connection).isNotNull();
+            assertThat(connection.getAutoCommit()).as("inside a transaction").isFalse();
+            assertThat(tx.unwrap(Handle.class)).isNotNull();
+            assertThat(tx.unwrap(Handle.class).getConnection()).isSameAs(connection);
+            assertThat(tx.unwrap(String.class)).isNull();
+        });
+
+        assertThatThrownBy(() -> seen.get().unwrap(Connection.class))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("has ended");
+    }
+
+    @Test
+    void runOnceTakesOverAClaimedKeyAndFencesItsFormerOwner() throws Exception {
+        StoreKey key = key("order-1");
+        Acquired claimer = (Acquired) claim(key);
+
+        assertThat(store.runOnce(key, null, RETENTION, insertRow("order-1"))).isEqualTo(Outcome.COMMITTED);
+
+        assertThat(store.complete(key, claimer.token(), RETENTION)).as("the former owner's complete").isFalse();
+        assertThat(store.release(key, claimer.token())).as("the former owner's release").isFalse();
+        assertThat(claim(key)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
+    void runOnceRunsAgainOnceTheRetentionOfACompletedKeyRanOut() throws Exception {
+        StoreKey key = key("order-1");
+        store.runOnce(key, null, RETENTION, insertRow("order-1"));
+
+        AbstractJdbcDedupStoreTest.shiftClock(database(), database().table, RETENTION);
+
+        assertThat(store.runOnce(key, null, RETENTION, insertRow("order-1"))).isEqualTo(Outcome.COMMITTED);
+        assertThat(businessRows()).containsExactly("order-1", "order-1");
+    }
+
+    @Test
+    @Timeout(value = 1, unit = TimeUnit.MINUTES)
+    void aConcurrentRunOfTheSameKeyWaitsForTheFirstThenIsADuplicate() throws Exception {
+        StoreKey key = key("order-1");
+        CountDownLatch firstInside = new CountDownLatch(1);
+        CountDownLatch letFirstCommit = new CountDownLatch(1);
+        AtomicInteger secondRuns = new AtomicInteger();
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try {
+            Future<Outcome> first = threads.submit(() -> store.runOnce(key, null, RETENTION, tx -> {
+                insertRow("order-1").run(tx);
+                firstInside.countDown();
+                letFirstCommit.await();
+            }));
+            assertThat(firstInside.await(20, TimeUnit.SECONDS)).isTrue();
+            Future<Outcome> second = threads.submit(() -> store.runOnce(key, null, RETENTION, tx -> {
+                secondRuns.incrementAndGet();
+                insertRow("order-1").run(tx);
+            }));
+
+            assertThatThrownBy(() -> second.get(500, TimeUnit.MILLISECONDS))
+                    .as("the second run waits on the key").isInstanceOf(TimeoutException.class);
+            letFirstCommit.countDown();
+
+            assertThat(first.get(20, TimeUnit.SECONDS)).isEqualTo(Outcome.COMMITTED);
+            assertThat(second.get(20, TimeUnit.SECONDS)).isEqualTo(Outcome.DUPLICATE);
+            assertThat(secondRuns).hasValue(0);
+            assertThat(businessRows()).containsExactly("order-1");
+        } finally {
+            letFirstCommit.countDown();
+            threads.shutdownNow();
+        }
+    }
+
+    @Test
+    @Timeout(value = 1, unit = TimeUnit.MINUTES)
+    void aConcurrentRunOfTheSameKeyRunsWhenTheFirstRollsBack() throws Exception {
+        StoreKey key = key("order-1");
+        CountDownLatch firstInside = new CountDownLatch(1);
+        CountDownLatch letFirstFail = new CountDownLatch(1);
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try {
+            Future<Outcome> first = threads.submit(() -> store.runOnce(key, null, RETENTION, tx -> {
+                insertRow("order-1").run(tx);
+                firstInside.countDown();
+                letFirstFail.await();
+                throw new IllegalStateException("first run fails");
+            }));
+            assertThat(firstInside.await(20, TimeUnit.SECONDS)).isTrue();
+            Future<Outcome> second = threads.submit(() -> store.runOnce(key, null, RETENTION, insertRow("order-1")));
+            Thread.sleep(200);
+            letFirstFail.countDown();
+
+            assertThatThrownBy(() -> first.get(20, TimeUnit.SECONDS)).hasRootCauseMessage("first run fails");
+            assertThat(second.get(20, TimeUnit.SECONDS)).isEqualTo(Outcome.COMMITTED);
+            assertThat(businessRows()).containsExactly("order-1");
+        } finally {
+            letFirstFail.countDown();
+            threads.shutdownNow();
+        }
+    }
+
+    /**
+     * Two threads run the same keys in the same order, so that they meet on each key; a run fails at
+     * random one time in ten, after its insert, and its caller runs it again, as the pipeline does. Every
+     * key must end with exactly one business row: no lost write, no duplicate.
+     */
+    @Test
+    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    void twoThreadsRacingOverTheSameKeysWithRandomFailuresLeaveExactlyOneRowPerKey() throws Exception {
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < RACED_KEYS; i++) {
+            ids.add("raced-" + i);
+        }
+        Queue<String> problems = new ConcurrentLinkedQueue<>();
+        AtomicInteger failuresInjected = new AtomicInteger();
+        AtomicInteger storeRetries = new AtomicInteger();
+        Map<Outcome, Long> outcomes;
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<List<Outcome>>> runs = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                runs.add(threads.submit(() -> {
+                    List<Outcome> seen = new ArrayList<>();
+                    for (String id : ids) {
+                        seen.add(runUntilDone(key(id), id, failuresInjected, storeRetries, problems));
+                    }
+                    return seen;
+                }));
+            }
+            List<Outcome> all = new ArrayList<>();
+            for (Future<List<Outcome>> run : runs) {
+                all.addAll(run.get(9, TimeUnit.MINUTES));
+            }
+            outcomes = all.stream().collect(Collectors.groupingBy(o -> o, Collectors.counting()));
+        } finally {
+            threads.shutdownNow();
+        }
+
+        assertThat(problems).isEmpty();
+        assertThat(failuresInjected.get()).as("failures injected").isPositive();
+        assertThat(outcomes.get(Outcome.COMMITTED)).as("commits, one per key").isEqualTo(RACED_KEYS);
+        assertThat(outcomes.get(Outcome.DUPLICATE)).as("duplicates, one per key").isEqualTo(RACED_KEYS);
+        Map<String, Integer> rows = database().jdbi().withHandle(handle -> handle.createQuery(
+                        "SELECT message_key, COUNT(*) FROM " + business + " GROUP BY message_key")
+                .map((rs, ctx) -> Map.entry(rs.getString(1), rs.getInt(2)))
+                .collect(Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue)));
+        assertThat(rows).hasSize(RACED_KEYS);
+        assertThat(rows.entrySet()).filteredOn(e -> e.getValue() != 1).as("keys without exactly one row").isEmpty();
+        List<ClaimRequest> every = ids.stream().map(id -> new ClaimRequest(key(id), null, LEASE, LEASE)).toList();
+        assertThat(store.claim(every)).as("every key is completed").containsOnly(new Duplicate(true));
+    }
+
+    private Outcome runUntilDone(StoreKey key, String id, AtomicInteger failuresInjected, AtomicInteger storeRetries,
+            Queue<String> problems) {
+        for (int attempt = 1; attempt <= 100; attempt++) {
+            try {
+                return store.runOnce(key, null, RETENTION, tx -> {
+                    insertRow(id).run(tx);
+                    if (ThreadLocalRandom.current().nextInt(10) == 0) {
+                        failuresInjected.incrementAndGet();
+                        throw new IllegalStateException("injected failure");
+                    }
+                });
+            } catch (StoreException e) {
+                if (!e.retriable()) {
+                    problems.add(id + ": " + e);
+                    return null;
+                }
+                storeRetries.incrementAndGet();
+            } catch (IllegalStateException e) {
+                // The injected failure: rolled back, so run it again.
+            } catch (Exception e) {
+                problems.add(id + ": " + e);
+                return null;
+            }
+        }
+        problems.add(id + ": not done after 100 attempts");
+        return null;
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    private StoreKey key(String id) {
+        return new StoreKey(namespace, id);
+    }
+
+    private ClaimResult claim(StoreKey key) {
+        return store.claim(List.of(new ClaimRequest(key, null, LEASE, LEASE))).get(0);
+    }
+
+    /** Work that inserts one business row for {@code id} through the transaction's Jdbi handle. */
+    private Work insertRow(String id) {
+        return tx -> tx.unwrap(Handle.class)
+                .createUpdate("INSERT INTO " + business + " (message_key, thread_name) VALUES (?, ?)")
+                .bind(0, id)
+                .bind(1, Thread.currentThread().getName())
+                .execute();
+    }
+
+    private List<String> businessRows() {
+        return database().jdbi().withHandle(handle -> handle.createQuery("SELECT message_key FROM " + business)
+                .mapTo(String.class).list());
+    }
+}

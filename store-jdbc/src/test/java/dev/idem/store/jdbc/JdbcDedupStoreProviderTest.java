@@ -1,0 +1,125 @@
+package dev.idem.store.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.spi.ConfigKey;
+import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.StoreContext;
+import dev.idem.spi.StoreException;
+import dev.idem.spi.TransactionalDedupStore;
+import dev.idem.testkit.TestPluginConfig;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.ServiceLoader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class JdbcDedupStoreProviderTest {
+
+    private static final JdbcDedupStoreProvider PROVIDER = new JdbcDedupStoreProvider();
+
+    @Test
+    void providerIsFoundByServiceLoaderWithIdJdbc() {
+        List<DedupStoreProvider> found = ServiceLoader.load(DedupStoreProvider.class).stream()
+                .map(ServiceLoader.Provider::get)
+                .filter(p -> p.id().equals("jdbc"))
+                .toList();
+
+        assertThat(found).singleElement().isInstanceOf(JdbcDedupStoreProvider.class);
+    }
+
+    @Test
+    void providerDeclaresEachKeyOnceWithDefaultsAndDocs() {
+        var spec = PROVIDER.configSpec();
+
+        assertThat(spec.names()).containsExactly("url", "username", "password", "table", "schema",
+                "pool.maximum-size", "pool.connection-timeout", "purge.interval", "purge.batch-size", "properties");
+        assertThat(spec.key("url").isRequired()).isTrue();
+        assertThat(spec.key("password").type()).isEqualTo(ConfigKey.Type.SECRET);
+        assertThat(spec.key("table").defaultValue()).isEqualTo("idem_keys");
+        assertThat(spec.key("schema").allowedValues()).containsExactly("create", "validate", "none");
+        assertThat(spec.key("schema").defaultValue()).isEqualTo("create");
+        assertThat(spec.key("pool.maximum-size").defaultValue()).isEqualTo(10);
+        assertThat(spec.key("purge.interval").defaultValue()).isEqualTo(java.time.Duration.ofMinutes(1));
+        assertThat(spec.key("purge.batch-size").defaultValue()).isEqualTo(1000);
+        assertThat(spec.keys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
+    }
+
+    @Test
+    void urlMustNameASupportedDatabase() {
+        assertThatThrownBy(() -> defaults().with("url", "jdbc:oracle:thin:@db:1521/x"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("Invalid value 'jdbc:oracle:thin:@db:1521/x' for store.jdbc.url: must be a JDBC URL "
+                        + "starting with jdbc:postgresql:, jdbc:mariadb:, jdbc:mysql: or jdbc:h2:");
+    }
+
+    @Test
+    void tableMustBeAPlainIdentifier() {
+        assertThatThrownBy(() -> defaults().with("table", "keys; DROP TABLE users"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("for store.jdbc.table: must be a plain SQL identifier");
+        assertThatThrownBy(() -> defaults().with("table", "1keys")).isInstanceOf(IllegalArgumentException.class);
+        assertThat(defaults().with("table", "Idem_Keys_2").get(JdbcDedupStoreProvider.TABLE)).isEqualTo("Idem_Keys_2");
+    }
+
+    @Test
+    void purgeIntervalIsZeroOrAtLeast100ms() {
+        assertThat(defaults().with("purge.interval", "0").get(JdbcDedupStoreProvider.PURGE_INTERVAL)).isZero();
+        assertThatThrownBy(() -> defaults().with("purge.interval", "10ms"))
+                .hasMessageContaining("must be 0 (never) or at least 100ms");
+    }
+
+    @Test
+    void dialectFollowsTheUrl() {
+        assertThat(Dialect.forUrl("jdbc:postgresql://h/db", "t")).isInstanceOf(PostgresDialect.class);
+        assertThat(Dialect.forUrl("jdbc:mariadb://h/db", "t")).isInstanceOf(MariaDbDialect.class);
+        assertThat(Dialect.forUrl("JDBC:MySQL://h/db", "t")).isInstanceOf(MariaDbDialect.class);
+        assertThat(Dialect.forUrl("jdbc:h2:file:./data/idem", "t")).isInstanceOf(H2Dialect.class);
+    }
+
+    @Test
+    void mysqlUrlIsPermittedToTheMariaDbDriver() {
+        MariaDbDialect dialect = new MariaDbDialect("t");
+
+        assertThat(dialect.driverUrl("jdbc:mysql://h:3306/db")).isEqualTo("jdbc:mysql://h:3306/db?permitMysqlScheme");
+        assertThat(dialect.driverUrl("jdbc:mysql://h:3306/db?useSsl=true"))
+                .isEqualTo("jdbc:mysql://h:3306/db?useSsl=true&permitMysqlScheme");
+        assertThat(dialect.driverUrl("jdbc:mariadb://h:3306/db")).isEqualTo("jdbc:mariadb://h:3306/db");
+    }
+
+    @Test
+    void passwordsAreRedactedFromUrls() {
+        assertThat(Failures.redact("jdbc:postgresql://h:5432/db?user=u&password=hunter2&ssl=true"))
+                .isEqualTo("jdbc:postgresql://h:5432/db?user=u&password=******&ssl=true");
+        assertThat(Failures.redact("jdbc:mariadb://u:hunter2@h:3306/db")).isEqualTo("jdbc:mariadb://u:******@h:3306/db");
+        assertThat(Failures.redact("jdbc:h2:file:./x;USER=sa;PASSWORD=hunter2")).isEqualTo("jdbc:h2:file:./x;USER=sa;PASSWORD=******");
+    }
+
+    @Test
+    void unreachableDatabaseIsARetriableStoreErrorNamingTheUrlWithoutPassword() {
+        TestPluginConfig config = defaults()
+                .with("url", "jdbc:postgresql://127.0.0.1:1/test?password=hunter2")
+                .with("password", "hunter3")
+                .with("pool.connection-timeout", "500ms");
+
+        assertThatThrownBy(() -> PROVIDER.create(config, StoreContext.system()))
+                .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.retriable()).isTrue())
+                .hasMessageStartingWith("JDBC dedup store at jdbc:postgresql://127.0.0.1:1/test?password=****** "
+                        + "(table idem_keys): connecting failed")
+                .hasMessageNotContaining("hunter");
+    }
+
+    @Test
+    void storeOffersTransactionalMode(@TempDir Path directory) {
+        try (var store = PROVIDER.create(defaults().with("url", "jdbc:h2:file:" + directory.resolve("idem")),
+                StoreContext.system())) {
+            assertThat(store).isInstanceOf(TransactionalDedupStore.class);
+            store.checkHealth();
+        }
+    }
+
+    private static TestPluginConfig defaults() {
+        return TestPluginConfig.defaults("store.jdbc", PROVIDER.configSpec());
+    }
+}
