@@ -10,6 +10,9 @@ import java.time.Duration;
  * <p>Called by pipeline worker threads, concurrently for different keys; implementations are
  * thread-safe. A concurrent call for the same key waits on the store's unique key until the first
  * transaction ends, then sees {@link Outcome#DUPLICATE} if it committed.
+ *
+ * <p>A namespace (pipeline) uses one mode: {@code runOnce} takes a key over even from a live claim
+ * made through {@link #claim}, so mixing both modes on one namespace could run a handler twice.
  */
 public interface TransactionalDedupStore extends DedupStore {
 

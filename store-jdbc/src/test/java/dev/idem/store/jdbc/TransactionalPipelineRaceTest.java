@@ -1,0 +1,120 @@
+package dev.idem.store.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.idem.runtime.Idem;
+import dev.idem.runtime.IdemRuntime;
+import dev.idem.spi.OutboundMessage;
+import dev.idem.testkit.memory.InMemoryBroker;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import org.jdbi.v3.core.Handle;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * DESIGN.md's transactional mode end to end: two runtimes with the same pipeline (two processes of
+ * one service) get every one of 10,000 keys at about the same time, and their handler writes one
+ * business row per message in the store's transaction, failing at random 10 % of the time after the
+ * write. Exactly one business row per key must remain: the failed runs rolled back, and the losing
+ * copy of each race waited on the key and was found a duplicate.
+ */
+class TransactionalPipelineRaceTest {
+
+    private static final int KEYS = 10_000;
+
+    @TempDir
+    Path h2Directory;
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"postgresql", "mariadb", "h2"})
+    void twoPipelinesRacingOverTheSameKeysLeaveExactlyOneBusinessRowPerKey(String database) {
+        TestDatabase db = switch (database) {
+            case "postgresql" -> TestDatabase.postgres();
+            case "mariadb" -> TestDatabase.mariadb();
+            default -> TestDatabase.h2(h2Directory);
+        };
+        String business = db.newTable("business");
+        db.jdbi().useHandle(h -> h.execute("CREATE TABLE " + business + " (order_id VARCHAR(64) NOT NULL)"));
+        InMemoryBroker broker = new InMemoryBroker(System::nanoTime, 100);
+        for (String queue : List.of("in-a", "in-b")) {
+            for (int i = 0; i < KEYS; i++) {
+                broker.publish(queue, new OutboundMessage(null, null, Map.of("message-id", "order-" + i),
+                        ("order-" + i).getBytes(StandardCharsets.UTF_8)));
+            }
+        }
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        IdemRuntime a = start(db, "in-a", broker, business, meters);
+        IdemRuntime b = start(db, "in-b", broker, business, meters);
+        try {
+            await().atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(200)).until(() ->
+                    broker.depth("in-a") + broker.depth("in-b") + broker.unsettled("in-a") + broker.unsettled("in-b") == 0);
+        } finally {
+            a.stop(Duration.ofSeconds(10));
+            b.stop(Duration.ofSeconds(10));
+        }
+        try {
+            List<String> notOnce = db.jdbi().withHandle(h -> h.createQuery("SELECT order_id FROM " + business
+                    + " GROUP BY order_id HAVING COUNT(*) <> 1").mapTo(String.class).list());
+            int distinct = db.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(DISTINCT order_id) FROM " + business)
+                    .mapTo(Integer.class).one());
+            assertThat(notOnce).as("keys with other than one business row").isEmpty();
+            assertThat(distinct).isEqualTo(KEYS);
+            assertThat(broker.depth("in-a.DLQ") + broker.depth("in-b.DLQ")).as("dead letters").isZero();
+            assertThat(count(meters, "processed")).isEqualTo(KEYS);
+            assertThat(count(meters, "duplicate")).isEqualTo(KEYS);
+            assertThat(count(meters, "retried")).as("the random failures did happen").isPositive();
+        } finally {
+            db.dropTables();
+        }
+    }
+
+    private static IdemRuntime start(TestDatabase db, String source, InMemoryBroker broker, String business,
+            SimpleMeterRegistry meters) {
+        String yaml = """
+                broker: { type: memory }
+                store:
+                  type: jdbc
+                  jdbc:
+                    url: "%s"
+                    %s
+                    table: %s
+                    pool.maximum-size: 6
+                pipelines:
+                  payments:
+                    source: %s
+                    transactional: true
+                    ordering: none
+                    concurrency: 4
+                    retry:
+                      max-attempts: 30
+                      initial-backoff: 1ms
+                      max-backoff: 5ms
+                """.formatted(db.url, db.username == null ? "" : "username: " + db.username, db.table, source);
+        return Idem.builder().configYaml(yaml).env(Map.of())
+                .broker("memory", broker.connect())
+                .meterRegistry(meters)
+                .handler("payments", (message, context) -> {
+                    Handle handle = context.transaction(Handle.class).orElseThrow();
+                    handle.execute("INSERT INTO " + business + " (order_id) VALUES (?)",
+                            message.idempotencyKey().orElseThrow());
+                    if (ThreadLocalRandom.current().nextInt(10) == 0) {
+                        throw new IllegalStateException("random failure after the write (test)");
+                    }
+                })
+                .start();
+    }
+
+    private static double count(SimpleMeterRegistry meters, String outcome) {
+        return meters.find("idem.messages").tag("outcome", outcome).counters().stream()
+                .mapToDouble(Counter::count).sum();
+    }
+}
