@@ -23,11 +23,8 @@ import java.util.List;
 import java.util.ServiceLoader;
 import java.util.UUID;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -123,36 +120,6 @@ public class JdbcStoreBenchmark {
     private Connection completer;
     private PreparedStatement completeBatch;
     private long next;
-
-    /** The threads completing the keys of a batch, as many as the pipeline's {@code concurrency}. */
-    @State(Scope.Benchmark)
-    public static class Completers {
-        @Param({"1", "16"})
-        int completers;
-        ExecutorService pool;
-
-        @Setup(Level.Trial)
-        public void start() {
-            pool = Executors.newFixedThreadPool(completers);
-        }
-
-        @TearDown(Level.Trial)
-        public void stop() {
-            pool.shutdownNow();
-        }
-    }
-
-    /** Keys per second, reported beside the calls per second. */
-    @State(Scope.Thread)
-    @AuxCounters(AuxCounters.Type.OPERATIONS)
-    public static class Keys {
-        public long keys;
-
-        @Setup(Level.Iteration)
-        public void reset() {
-            keys = 0;
-        }
-    }
 
     @Setup(Level.Trial)
     public void connect() throws SQLException, IOException {
