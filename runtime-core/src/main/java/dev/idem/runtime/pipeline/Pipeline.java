@@ -77,6 +77,11 @@ public final class Pipeline implements DeliveryListener {
     private final TransactionalDedupStore transactionalStore;
 
     private volatile State state = State.NEW;
+    /**
+     * Set when a store call failed retriably, cleared when one succeeds. While set, no handler run
+     * starts: its completion could not be written, and it would run again once the store is back.
+     */
+    private volatile boolean storeDown;
     private volatile Subscription subscription;
     private ScheduledFuture<?> keeper;
 
@@ -287,6 +292,7 @@ public final class Pipeline implements DeliveryListener {
             try {
                 List<ClaimResult> results = store.claim(requests);
                 metrics.claim.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+                storeDown = false;
                 if (results.size() != requests.size()) {
                     throw new StoreException("The store answered " + results.size() + " results for a batch of "
                             + requests.size() + " claims", false);
@@ -294,6 +300,7 @@ public final class Pipeline implements DeliveryListener {
                 return results;
             } catch (StoreException e) {
                 metrics.claim.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+                storeDown |= e.retriable();
                 if (state != State.RUNNING || System.nanoTime() + backoff.toNanos() - giveUpAt > 0) {
                     log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); handing it back to the"
                             + " broker unacked", namespace, requests.size(), e.getMessage());
@@ -394,6 +401,12 @@ public final class Pipeline implements DeliveryListener {
     }
 
     private void execute(Work w) {
+        if (storeDown && w.claimed) {
+            // The claim stays until its lease ends; the redelivery is deferred until then, then taken over.
+            metrics.storeUnavailable.increment();
+            retryLater(w, STORE_BACKOFF_MAX);
+            return;
+        }
         RetryPolicy retry = config.retry();
         int storeRunsBefore = w.storeAttempt - 1;
         Throwable failure = null;
@@ -442,6 +455,7 @@ public final class Pipeline implements DeliveryListener {
      * or dead-lettered with nothing to release.
      */
     private void executeTransactional(Work w) {
+        // No storeDown gate here: with no claim made beforehand, the transaction itself is the probe.
         RetryPolicy retry = config.retry();
         for (int run = 1; ; run++) {
             int attempt = run;
@@ -540,6 +554,7 @@ public final class Pipeline implements DeliveryListener {
             try {
                 boolean completed = store.complete(w.storeKey, w.token, config.retention());
                 metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+                storeDown = false;
                 if (completed) {
                     w.claimed = false;
                     metrics.processed.increment();
@@ -555,6 +570,7 @@ public final class Pipeline implements DeliveryListener {
                 return;
             } catch (StoreException e) {
                 metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+                storeDown |= e.retriable();
                 if (attempt >= COMPLETE_TRIES || !pause(backoff)) {
                     metrics.commitFailed.increment();
                     log.error("Pipeline '{}': {} was handled but its completion could not be stored ({});"
