@@ -426,6 +426,41 @@ class PipelineSemanticsTest {
     }
 
     @Test
+    void noHandlerRunStartsWhileTheStoreCannotRecordCompletions() throws Exception {
+        FreezableStore flaky = new FreezableStore(harness.store);
+        CountDownLatch firstRunning = new CountDownLatch(1);
+        CountDownLatch storeGone = new CountDownLatch(1);
+        IdemRuntime runtime = harness.start(config("concurrency: 1\nordering: none"), (message, context) -> {
+            runs.computeIfAbsent(keyOf(message), k -> new AtomicInteger()).incrementAndGet();
+            if (message.idempotencyKey().orElseThrow().equals("m-0")) {
+                firstRunning.countDown();
+                storeGone.await();
+            }
+        }, flaky, new SimpleMeterRegistry());
+        for (int i = 0; i < 5; i++) {
+            harness.publish("m-" + i, "p" + i);
+        }
+        assertThat(firstRunning.await(10, TimeUnit.SECONDS)).isTrue();
+        flaky.freeze();
+        storeGone.countDown();
+
+        // m-0 ran but cannot complete; m-1..m-4 are claimed and queued behind it: none of them may run now.
+        await().atMost(Duration.ofSeconds(30)).until(() -> count(runtime, "commit-failed") == 1
+                && count(runtime, "store-unavailable") >= 4);
+        assertThat(runs.keySet()).containsExactly("m-0");
+
+        flaky.thaw();
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            harness.ticker.advance(Duration.ofSeconds(5));
+            return count(runtime, "processed") == 5;
+        });
+        assertThat(runsOf("m-0")).as("the one run whose completion was lost, run again").isEqualTo(2);
+        for (int i = 1; i < 5; i++) {
+            assertThat(runsOf("m-" + i)).isEqualTo(1);
+        }
+    }
+
+    @Test
     void leaseIsRenewedWhileALongHandlerRuns() throws Exception {
         // Real time here: a 1s lease, a handler that runs for 2.5s.
         PipelineHarness realTime = new PipelineHarness();
