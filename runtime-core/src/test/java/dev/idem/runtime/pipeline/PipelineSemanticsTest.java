@@ -430,7 +430,7 @@ class PipelineSemanticsTest {
         FreezableStore flaky = new FreezableStore(harness.store);
         CountDownLatch firstRunning = new CountDownLatch(1);
         CountDownLatch storeGone = new CountDownLatch(1);
-        IdemRuntime runtime = harness.start(config("concurrency: 1\nordering: none"), (message, context) -> {
+        IdemRuntime runtime = harness.start(config("concurrency: 1\nordering: none\nlease: 2s"), (message, context) -> {
             runs.computeIfAbsent(keyOf(message), k -> new AtomicInteger()).incrementAndGet();
             if (message.idempotencyKey().orElseThrow().equals("m-0")) {
                 firstRunning.countDown();
@@ -451,7 +451,7 @@ class PipelineSemanticsTest {
 
         flaky.thaw();
         await().atMost(Duration.ofSeconds(30)).until(() -> {
-            harness.ticker.advance(Duration.ofSeconds(5));
+            harness.ticker.advance(Duration.ofSeconds(1));
             return count(runtime, "processed") == 5;
         });
         assertThat(runsOf("m-0")).as("the one run whose completion was lost, run again").isEqualTo(2);
