@@ -1,7 +1,15 @@
 package dev.idem.bench;
 
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.DedupStore;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -28,5 +36,38 @@ public class Completers {
     @TearDown(Level.Trial)
     public void stop() {
         pool.shutdownNow();
+    }
+
+    /**
+     * Completes the acquired keys of a claimed batch, split into one slice per completer thread, as a
+     * pipeline's lanes would; returns how many completed.
+     */
+    int complete(DedupStore store, List<ClaimRequest> requests, List<ClaimResult> results, Duration retention)
+            throws Exception {
+        int batch = requests.size();
+        int sliceSize = (batch + completers - 1) / completers;
+        List<Callable<Integer>> slices = new ArrayList<>(completers);
+        for (int from = 0; from < batch; from += sliceSize) {
+            int start = from;
+            int end = Math.min(batch, from + sliceSize);
+            slices.add(() -> {
+                int done = 0;
+                for (int i = start; i < end; i++) {
+                    if (results.get(i) instanceof ClaimResult.Acquired owner
+                            && store.complete(requests.get(i).key(), owner.token(), retention)) {
+                        done++;
+                    }
+                }
+                return done;
+            });
+        }
+        if (slices.size() == 1) {
+            return slices.get(0).call();
+        }
+        int done = 0;
+        for (Future<Integer> slice : pool.invokeAll(slices)) {
+            done += slice.get();
+        }
+        return done;
     }
 }

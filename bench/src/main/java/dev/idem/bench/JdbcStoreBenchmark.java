@@ -22,8 +22,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;
 import java.util.UUID;
-import java.util.concurrent.Callable;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -179,21 +177,7 @@ public class JdbcStoreBenchmark {
     public int claimAndComplete(Completers completers, Keys counter) throws Exception {
         List<ClaimRequest> requests = requests();
         List<ClaimResult> results = store.claim(requests);
-        List<Callable<Integer>> slices = new ArrayList<>(completers.completers);
-        int sliceSize = (batch + completers.completers - 1) / completers.completers;
-        for (int from = 0; from < batch; from += sliceSize) {
-            int start = from;
-            int end = Math.min(batch, from + sliceSize);
-            slices.add(() -> complete(requests, results, start, end));
-        }
-        int done = 0;
-        if (slices.size() == 1) {
-            done = slices.get(0).call();
-        } else {
-            for (Future<Integer> slice : completers.pool.invokeAll(slices)) {
-                done += slice.get();
-            }
-        }
+        int done = completers.complete(store, requests, results, RETENTION);
         if (done != batch) {
             throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
         }
@@ -258,16 +242,5 @@ public class JdbcStoreBenchmark {
             requests.add(new ClaimRequest(new StoreKey("bench", Long.toString(next++)), null, LEASE, RETENTION));
         }
         return requests;
-    }
-
-    private int complete(List<ClaimRequest> requests, List<ClaimResult> results, int from, int to) {
-        int done = 0;
-        for (int i = from; i < to; i++) {
-            if (results.get(i) instanceof Acquired owner
-                    && store.complete(requests.get(i).key(), owner.token(), RETENTION)) {
-                done++;
-            }
-        }
-        return done;
     }
 }

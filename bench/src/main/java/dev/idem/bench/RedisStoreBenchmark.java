@@ -2,7 +2,6 @@ package dev.idem.bench;
 
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
-import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
 import dev.idem.spi.StoreContext;
@@ -24,8 +23,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;
 import java.util.UUID;
-import java.util.concurrent.Callable;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -109,21 +106,7 @@ public class RedisStoreBenchmark {
             requests.add(new ClaimRequest(new StoreKey("bench", Long.toString(next++)), null, LEASE, RETENTION));
         }
         List<ClaimResult> results = store.claim(requests);
-        List<Callable<Integer>> slices = new ArrayList<>(completers.completers);
-        int sliceSize = (batch + completers.completers - 1) / completers.completers;
-        for (int from = 0; from < batch; from += sliceSize) {
-            int start = from;
-            int end = Math.min(batch, from + sliceSize);
-            slices.add(() -> complete(requests, results, start, end));
-        }
-        int done = 0;
-        if (slices.size() == 1) {
-            done = slices.get(0).call();
-        } else {
-            for (Future<Integer> slice : completers.pool.invokeAll(slices)) {
-                done += slice.get();
-            }
-        }
+        int done = completers.complete(store, requests, results, RETENTION);
         if (done != batch) {
             throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
         }
@@ -143,16 +126,6 @@ public class RedisStoreBenchmark {
         return results.size();
     }
 
-    private int complete(List<ClaimRequest> requests, List<ClaimResult> results, int from, int to) {
-        int done = 0;
-        for (int i = from; i < to; i++) {
-            if (results.get(i) instanceof Acquired owner
-                    && store.complete(requests.get(i).key(), owner.token(), RETENTION)) {
-                done++;
-            }
-        }
-        return done;
-    }
 
     @Benchmark
     public int rawSetNxPx(Keys counter) {

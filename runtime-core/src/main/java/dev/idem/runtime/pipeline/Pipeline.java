@@ -653,9 +653,9 @@ public final class Pipeline implements DeliveryListener {
         if (!w.markSettled()) {
             return;
         }
-        metrics.deadLettered.increment();
         try {
             w.delivery.deadLetter(new DeadLetterReason(cause, detail, attempts, namespace));
+            metrics.deadLettered.increment();
         } catch (RuntimeException e) {
             log.error("Pipeline '{}': could not dead-letter {} ({}); it stays unacked and will be redelivered",
                     namespace, w.describe(), e.getMessage());
