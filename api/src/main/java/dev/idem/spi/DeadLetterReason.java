@@ -1,11 +1,12 @@
 package dev.idem.spi;
 
+import java.util.Map;
 import java.util.Objects;
 
 /**
- * Why the runtime dead-letters a message; adapters attach it to the dead-lettered copy
- * (as headers {@code idem-dead-letter-cause}, {@code idem-dead-letter-detail},
- * {@code idem-attempts}, {@code idem-pipeline}) where the broker allows.
+ * Why the runtime dead-letters a message. Adapters copy the original headers onto the dead-lettered
+ * copy and add {@link #toHeaders()} plus, where they know it, the origin under the {@code ORIGIN_*}
+ * names, so every broker's dead letters read alike.
  *
  * @param cause a stable lowercase code: {@code handler-failed}, {@code non-retryable},
  *        {@code max-deliveries}, {@code missing-id}, {@code invalid-id}, {@code fingerprint-mismatch}
@@ -15,9 +16,28 @@ import java.util.Objects;
  */
 public record DeadLetterReason(String cause, String detail, int attempts, String pipeline) {
 
+    public static final String HEADER_CAUSE = "idem-dead-letter-cause";
+    public static final String HEADER_DETAIL = "idem-dead-letter-detail";
+    public static final String HEADER_ATTEMPTS = "idem-attempts";
+    public static final String HEADER_PIPELINE = "idem-pipeline";
+    /** The source (topic or queue) the message was consumed from. */
+    public static final String ORIGIN_SOURCE = "idem-origin-source";
+    /** The partition, for brokers that have them. */
+    public static final String ORIGIN_PARTITION = "idem-origin-partition";
+    /** The offset, for brokers that have them. */
+    public static final String ORIGIN_OFFSET = "idem-origin-offset";
+    /** The broker's message ID of the original. */
+    public static final String ORIGIN_MESSAGE_ID = "idem-origin-message-id";
+
     public DeadLetterReason {
         Objects.requireNonNull(cause, "cause");
         detail = detail == null ? "" : detail;
         Objects.requireNonNull(pipeline, "pipeline");
+    }
+
+    /** The reason as the four {@code HEADER_*} headers. */
+    public Map<String, String> toHeaders() {
+        return Map.of(HEADER_CAUSE, cause, HEADER_DETAIL, detail, HEADER_ATTEMPTS, Integer.toString(attempts),
+                HEADER_PIPELINE, pipeline);
     }
 }

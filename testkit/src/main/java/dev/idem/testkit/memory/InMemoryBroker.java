@@ -37,10 +37,10 @@ import java.util.function.LongSupplier;
 public final class InMemoryBroker implements BrokerAdapter {
 
     /** Header names set on dead-lettered copies. */
-    public static final String DEAD_LETTER_CAUSE = "idem-dead-letter-cause";
-    public static final String DEAD_LETTER_DETAIL = "idem-dead-letter-detail";
-    public static final String ATTEMPTS = "idem-attempts";
-    public static final String PIPELINE = "idem-pipeline";
+    public static final String DEAD_LETTER_CAUSE = DeadLetterReason.HEADER_CAUSE;
+    public static final String DEAD_LETTER_DETAIL = DeadLetterReason.HEADER_DETAIL;
+    public static final String ATTEMPTS = DeadLetterReason.HEADER_ATTEMPTS;
+    public static final String PIPELINE = DeadLetterReason.HEADER_PIPELINE;
 
     private final LongSupplier ticker;
     private final int maxBatch;
@@ -382,10 +382,8 @@ public final class InMemoryBroker implements BrokerAdapter {
                     ? owner.request.deadLetterDestination() : owner.request.source() + ".DLQ";
             owner.settle(this, () -> {
                 Map<String, String> headers = new LinkedHashMap<>(stored.headers);
-                headers.put(DEAD_LETTER_CAUSE, reason.cause());
-                headers.put(DEAD_LETTER_DETAIL, reason.detail());
-                headers.put(ATTEMPTS, Integer.toString(reason.attempts()));
-                headers.put(PIPELINE, reason.pipeline());
+                headers.putAll(reason.toHeaders());
+                headers.put(DeadLetterReason.ORIGIN_SOURCE, owner.request.source());
                 queue(destination).ready.addLast(new Stored(stored.id, stored.key, Map.copyOf(headers), stored.payload));
             });
         }
