@@ -48,8 +48,8 @@ public final class Idem {
         final Map<String, BrokerAdapter> brokers = new LinkedHashMap<>();
         final Map<String, DedupStore> stores = new LinkedHashMap<>();
         List<ClassLoader> pluginLoaders = new ArrayList<>(List.of(Idem.class.getClassLoader()));
-        ClassLoader handlerLoader = Thread.currentThread().getContextClassLoader() != null
-                ? Thread.currentThread().getContextClassLoader() : Idem.class.getClassLoader();
+        List<ClassLoader> handlerLoaders = List.of(Thread.currentThread().getContextClassLoader() != null
+                ? Thread.currentThread().getContextClassLoader() : Idem.class.getClassLoader());
         MeterRegistry meterRegistry;
         LongSupplier storeTicker = System::nanoTime;
 
@@ -102,7 +102,15 @@ public final class Idem {
 
         /** Where handler classes named in the configuration are loaded from. */
         public Builder handlerLoader(ClassLoader loader) {
-            this.handlerLoader = Objects.requireNonNull(loader, "loader");
+            return handlerLoaders(List.of(loader));
+        }
+
+        /**
+         * Where handler classes named in the configuration are looked up, typically one isolated loader
+         * per JAR in {@code handlers/}: a class must be found in exactly one of them.
+         */
+        public Builder handlerLoaders(List<? extends ClassLoader> loaders) {
+            this.handlerLoaders = List.copyOf(loaders);
             return this;
         }
 

@@ -8,12 +8,16 @@ import dev.idem.runtime.config.PipelineConfig;
 import dev.idem.runtime.config.PluginSection;
 import dev.idem.runtime.config.PluginSpecs;
 import dev.idem.runtime.pipeline.Pipeline;
+import dev.idem.runtime.plugin.IsolatedClassLoader;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.DedupStoreProvider;
 import dev.idem.spi.IdExtractor;
+import dev.idem.spi.IdExtractorProvider;
 import dev.idem.spi.StoreContext;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -79,7 +83,7 @@ public final class IdemRuntime implements AutoCloseable {
         for (PipelineConfig p : config.pipelines().values()) {
             MessageHandler h = b.handlers.get(p.name());
             if (h == null) {
-                h = instantiateHandler(p, b.handlerLoader, problems);
+                h = instantiateHandler(p, b.handlerLoaders, problems);
             }
             if (h != null) {
                 handlers.put(p.name(), h);
@@ -108,21 +112,28 @@ public final class IdemRuntime implements AutoCloseable {
         List<Pipeline> started = new ArrayList<>();
         try {
             if (ownsStore) {
-                store = registry.store(config.store().type())
-                        .create(config.store().config(), new StoreContext(b.storeTicker));
+                DedupStoreProvider provider = registry.store(config.store().type());
+                store = inPluginContext(provider,
+                        () -> provider.create(config.store().config(), new StoreContext(b.storeTicker)));
             }
             broker = b.brokers.get(config.broker().type());
             ownsBroker = broker == null;
             if (ownsBroker) {
-                broker = registry.broker(config.broker().type()).create(config.broker().config());
+                BrokerAdapterProvider provider = registry.broker(config.broker().type());
+                broker = inPluginContext(provider, () -> provider.create(config.broker().config()));
             }
             for (PipelineConfig p : config.pipelines().values()) {
                 List<IdExtractor> chain = new ArrayList<>();
                 for (PluginSection section : p.idExtractors()) {
-                    chain.add(registry.idExtractor(section.type()).create(section.config()));
+                    IdExtractorProvider provider = registry.idExtractor(section.type());
+                    chain.add(inPluginContext(provider, () -> provider.create(section.config())));
                 }
                 Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chain, meters);
-                pipeline.start(broker, scheduler);
+                BrokerAdapter adapter = broker;
+                inPluginContext(adapter, () -> {
+                    pipeline.start(adapter, scheduler);
+                    return pipeline;
+                });
                 started.add(pipeline);
             }
         } catch (RuntimeException e) {
@@ -133,6 +144,11 @@ public final class IdemRuntime implements AutoCloseable {
             scheduler.shutdownNow();
             closeQuietly(ownsBroker ? broker : null, ownsStore ? store : null);
             throw e;
+        }
+        Duration summaryEvery = config.runtime().summaryInterval();
+        if (!summaryEvery.isZero()) {
+            scheduler.scheduleAtFixedRate(() -> started.forEach(Pipeline::logSummary), summaryEvery.toNanos(),
+                    summaryEvery.toNanos(), TimeUnit.NANOSECONDS);
         }
         log.info("Idem started: broker '{}', store '{}', {} pipeline(s) {}", config.broker().type(),
                 config.store().type(), started.size(), config.pipelines().keySet());
@@ -163,7 +179,8 @@ public final class IdemRuntime implements AutoCloseable {
         };
     }
 
-    private static MessageHandler instantiateHandler(PipelineConfig p, ClassLoader loader, List<String> problems) {
+    private static MessageHandler instantiateHandler(PipelineConfig p, List<ClassLoader> loaders,
+            List<String> problems) {
         String path = "pipelines." + p.name() + ".handler";
         if (p.handler() == null) {
             problems.add("Missing required key " + path + ": name the handler class (a public class implementing "
@@ -171,35 +188,79 @@ public final class IdemRuntime implements AutoCloseable {
                     + " with Idem.builder().handler(\"" + p.name() + "\", ...)");
             return null;
         }
-        Class<?> type;
-        try {
-            type = Class.forName(p.handler(), false, loader);
-        } catch (ClassNotFoundException | LinkageError e) {
-            problems.add("Handler class '" + p.handler() + "' (" + path + ") could not be loaded: " + e
-                    + ". Is its JAR in handlers/?");
+        Map<Class<?>, String> found = new java.util.LinkedHashMap<>();
+        List<String> searched = new ArrayList<>();
+        for (ClassLoader loader : loaders) {
+            searched.add(locationOf(loader));
+            try {
+                Class<?> type = Class.forName(p.handler(), false, loader);
+                found.putIfAbsent(type, locationOf(type.getClassLoader()));
+            } catch (ClassNotFoundException e) {
+                // Not in this JAR; the others are searched too.
+            } catch (LinkageError e) {
+                problems.add("Handler class '" + p.handler() + "' (" + path + ") in " + locationOf(loader)
+                        + " could not be loaded: " + e + ". Does the JAR bundle the classes it needs?");
+                return null;
+            }
+        }
+        if (found.isEmpty()) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") was not found in " + searched
+                    + ". Is its JAR in handlers/, and is the class name spelled as in the JAR?");
             return null;
         }
+        if (found.size() > 1) {
+            problems.add("Handler class '" + p.handler() + "' (" + path + ") is in several handler JARs: "
+                    + found.values() + ". Keep one of them in handlers/");
+            return null;
+        }
+        Class<?> type = found.keySet().iterator().next();
+        String where = p.handler() + "' (" + path + ", from " + found.get(type) + ")";
         if (!MessageHandler.class.isAssignableFrom(type)) {
-            problems.add("Handler class '" + p.handler() + "' (" + path + ") does not implement "
-                    + MessageHandler.class.getName());
+            problems.add("Handler class '" + where + " does not implement " + MessageHandler.class.getName());
             return null;
         }
         if (Modifier.isAbstract(type.getModifiers()) || !Modifier.isPublic(type.getModifiers())) {
-            problems.add("Handler class '" + p.handler() + "' (" + path + ") must be public and not abstract");
+            problems.add("Handler class '" + where + " must be public and not abstract");
             return null;
         }
+        ClassLoader previous = Thread.currentThread().getContextClassLoader();
+        Thread.currentThread().setContextClassLoader(type.getClassLoader());
         try {
             Constructor<?> constructor = type.getConstructor();
             return (MessageHandler) constructor.newInstance();
         } catch (NoSuchMethodException e) {
-            problems.add("Handler class '" + p.handler() + "' (" + path + ") has no public no-arg constructor");
+            problems.add("Handler class '" + where + " has no public no-arg constructor");
         } catch (InvocationTargetException e) {
-            problems.add("Handler class '" + p.handler() + "' (" + path + ") threw from its constructor: "
-                    + e.getCause());
+            problems.add("Handler class '" + where + " threw from its constructor: " + e.getCause());
         } catch (ReflectiveOperationException | LinkageError e) {
-            problems.add("Handler class '" + p.handler() + "' (" + path + ") could not be created: " + e);
+            problems.add("Handler class '" + where + " could not be created: " + e);
+        } finally {
+            Thread.currentThread().setContextClassLoader(previous);
         }
         return null;
+    }
+
+    private static String locationOf(ClassLoader loader) {
+        if (loader instanceof IsolatedClassLoader isolated) {
+            return isolated.location();
+        }
+        return loader == null ? "the JDK" : "the class path";
+    }
+
+    /**
+     * Runs {@code action} with {@code plugin}'s class loader as the thread's context class loader, as
+     * clients that load classes by name (Kafka's, JDBC's DriverManager) expect; threads the plugin
+     * starts meanwhile inherit it.
+     */
+    private static <T> T inPluginContext(Object plugin, java.util.function.Supplier<T> action) {
+        Thread thread = Thread.currentThread();
+        ClassLoader previous = thread.getContextClassLoader();
+        thread.setContextClassLoader(plugin.getClass().getClassLoader());
+        try {
+            return action.get();
+        } finally {
+            thread.setContextClassLoader(previous);
+        }
     }
 
     public IdemConfig config() {
@@ -208,6 +269,43 @@ public final class IdemRuntime implements AutoCloseable {
 
     public MeterRegistry meterRegistry() {
         return meterRegistry;
+    }
+
+    /**
+     * Checks readiness now: the broker and the store answer their health checks and every pipeline
+     * consumes. Thread-safe; the checks call the broker and the store, so call it at probe rates.
+     */
+    public Health health() {
+        Map<String, String> checks = new java.util.LinkedHashMap<>();
+        boolean ready = check(checks, "broker", broker::checkHealth);
+        ready &= check(checks, "store", store::checkHealth);
+        for (Pipeline p : pipelines) {
+            boolean running = p.running();
+            checks.put("pipeline." + p.name(), running ? "running" : "stopped");
+            ready &= running;
+        }
+        return new Health(ready, checks);
+    }
+
+    private static boolean check(Map<String, String> checks, String name, Runnable probe) {
+        try {
+            probe.run();
+            checks.put(name, "up");
+            return true;
+        } catch (RuntimeException e) {
+            checks.put(name, "down: " + e.getMessage());
+            return false;
+        }
+    }
+
+    /**
+     * What {@link #health()} found.
+     *
+     * @param ready whether the runtime can process messages now
+     * @param checks each check by name ({@code broker}, {@code store}, {@code pipeline.<name>}) with
+     *        {@code up}, {@code running}, or what is wrong
+     */
+    public record Health(boolean ready, Map<String, String> checks) {
     }
 
     /** Messages handed over to the pipelines and not yet settled, over all pipelines. */

@@ -105,7 +105,10 @@ public final class ConfigLoader {
 
         problems.throwIfAny();
         return new IdemConfig(broker, store, pipelines,
-                new RuntimeSettings(runtime.get(RuntimeConfigSpecs.SHUTDOWN_TIMEOUT)));
+                new RuntimeSettings(runtime.get(RuntimeConfigSpecs.SHUTDOWN_TIMEOUT),
+                        runtime.get(RuntimeConfigSpecs.SUMMARY_INTERVAL),
+                        new RuntimeSettings.Http(runtime.get(RuntimeConfigSpecs.HTTP_ENABLED),
+                                runtime.get(RuntimeConfigSpecs.HTTP_HOST), runtime.get(RuntimeConfigSpecs.HTTP_PORT))));
     }
 
     /** The YAML as plain maps, lists and scalars, in file order; {@code null} for an empty document. */

@@ -151,9 +151,28 @@ public final class RuntimeConfigSpecs {
             .doc("How long a graceful stop waits for running handlers before it interrupts them and releases"
                     + " their keys.");
 
+    public static final ConfigKey<Duration> SUMMARY_INTERVAL = ConfigKey.duration("summary-interval")
+            .defaultValue(Duration.ofSeconds(30)).atLeast(Duration.ZERO)
+            .doc("How often each pipeline logs a summary line at info (processed, duplicates, failures, rate);"
+                    + " 0s turns the lines off.");
+
+    public static final ConfigKey<Boolean> HTTP_ENABLED = ConfigKey.bool("http.enabled").defaultValue(true)
+            .doc("Whether `idem run` serves /health/live, /health/ready and /metrics (Prometheus text).");
+
+    public static final ConfigKey<String> HTTP_HOST = ConfigKey.string("http.host").defaultValue("127.0.0.1")
+            .doc("The address the health and metrics port binds to; 0.0.0.0 for every interface.");
+
+    public static final ConfigKey<Integer> HTTP_PORT = ConfigKey.integer("http.port").defaultValue(9464)
+            .atLeast(0).atMost(65535)
+            .doc("The health and metrics port; 0 picks a free one (logged at start).");
+
     /** The keys of the {@code runtime} section. */
     public static final ConfigSpec RUNTIME = ConfigSpec.builder()
             .define(SHUTDOWN_TIMEOUT)
+            .define(SUMMARY_INTERVAL)
+            .define(HTTP_ENABLED)
+            .define(HTTP_HOST)
+            .define(HTTP_PORT)
             .build();
 
     private RuntimeConfigSpecs() {

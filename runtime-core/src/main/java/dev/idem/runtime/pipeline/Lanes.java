@@ -10,6 +10,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.slf4j.MDC;
 
 /**
  * The worker threads of a pipeline. Under {@code key} or {@code partition} ordering each of the
@@ -24,10 +25,14 @@ final class Lanes {
     private final ExecutorService shared;
     private final int concurrency;
 
-    Lanes(String pipeline, Ordering ordering, int concurrency) {
+    /**
+     * @param handlerLoader the class loader of the pipeline's handler: the lane threads' context class
+     *        loader, so a handler's own libraries find their resources while it runs
+     */
+    Lanes(String pipeline, Ordering ordering, int concurrency, ClassLoader handlerLoader) {
         this.ordering = ordering;
         this.concurrency = concurrency;
-        ThreadFactory threads = namedDaemonThreads("idem-" + pipeline + "-");
+        ThreadFactory threads = laneThreads(pipeline, handlerLoader);
         if (ordering == Ordering.NONE) {
             shared = new ThreadPoolExecutor(concurrency, concurrency, 0, TimeUnit.MILLISECONDS,
                     new LinkedBlockingQueue<>(), threads);
@@ -41,11 +46,15 @@ final class Lanes {
         }
     }
 
-    private static ThreadFactory namedDaemonThreads(String prefix) {
+    private static ThreadFactory laneThreads(String pipeline, ClassLoader handlerLoader) {
         AtomicInteger count = new AtomicInteger();
         return r -> {
-            Thread t = new Thread(r, prefix + count.incrementAndGet());
+            Thread t = new Thread(() -> {
+                MDC.put(Pipeline.MDC_PIPELINE, pipeline);
+                r.run();
+            }, "idem-" + pipeline + "-" + count.incrementAndGet());
             t.setDaemon(true);
+            t.setContextClassLoader(handlerLoader);
             return t;
         };
     }

@@ -35,6 +35,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 
 /**
  * One pipeline: takes batches from a broker subscription and runs each delivery through
@@ -49,6 +50,10 @@ import org.slf4j.LoggerFactory;
 public final class Pipeline implements DeliveryListener {
 
     private static final Logger log = LoggerFactory.getLogger(Pipeline.class);
+
+    /** MDC keys set while a handler runs: the pipeline (on every lane thread) and the message's key. */
+    public static final String MDC_PIPELINE = "idem.pipeline";
+    public static final String MDC_KEY = "idem.key";
 
     private static final Duration STORE_BACKOFF_MIN = Duration.ofMillis(50);
     private static final Duration STORE_BACKOFF_MAX = Duration.ofSeconds(5);
@@ -84,6 +89,9 @@ public final class Pipeline implements DeliveryListener {
     private volatile boolean storeDown;
     private volatile Subscription subscription;
     private ScheduledFuture<?> keeper;
+    /** What the last summary line counted; touched only by the thread calling {@link #logSummary()}. */
+    private final long[] summarized = new long[4];
+    private long summarizedAt = System.nanoTime();
 
     public Pipeline(PipelineConfig config, MessageHandler handler, DedupStore store, List<IdExtractor> idExtractors,
             MeterRegistry registry) {
@@ -93,7 +101,7 @@ public final class Pipeline implements DeliveryListener {
         this.store = store;
         this.keys = new KeyResolver(idExtractors, config.missingId());
         this.metrics = new PipelineMetrics(registry, config.name());
-        this.lanes = new Lanes(config.name(), config.ordering(), config.concurrency());
+        this.lanes = new Lanes(config.name(), config.ordering(), config.concurrency(), handler.getClass().getClassLoader());
         this.limit = new InFlightLimit(config.maxInFlight());
         this.handlerLogger = System.getLogger("idem.handler." + config.name());
         this.leaseNanos = config.lease().toNanos();
@@ -118,6 +126,31 @@ public final class Pipeline implements DeliveryListener {
 
     public PipelineConfig config() {
         return config;
+    }
+
+    /** Whether the pipeline consumes: started and not stopping. */
+    public boolean running() {
+        return state == State.RUNNING;
+    }
+
+    /**
+     * Logs one info line with the outcomes since the previous call: processed, duplicates, failures,
+     * dead letters and the rate. Called periodically from one thread.
+     */
+    public void logSummary() {
+        long now = System.nanoTime();
+        long[] totals = {metrics.processed.total(), metrics.duplicate.total(), metrics.failed.total(),
+                metrics.deadLettered.total()};
+        long[] delta = new long[totals.length];
+        for (int i = 0; i < totals.length; i++) {
+            delta[i] = totals[i] - summarized[i];
+            summarized[i] = totals[i];
+        }
+        double seconds = Math.max(1e-9, (now - summarizedAt) / 1e9);
+        summarizedAt = now;
+        log.info("Pipeline '{}': {} processed, {} duplicates, {} failed, {} dead-lettered in {}s ({} msg/s); {} in"
+                + " flight; totals {} processed, {} duplicates", namespace, delta[0], delta[1], delta[2], delta[3],
+                Math.round(seconds), Math.round((delta[0] + delta[1]) / seconds), limit.inFlight(), totals[0], totals[1]);
     }
 
     /** Deliveries handed over and not yet settled. */
@@ -226,7 +259,7 @@ public final class Pipeline implements DeliveryListener {
                     claiming.add(w);
                 }
             } else if (w.rejectCause == null) {
-                metrics.unprotected.increment();
+                metrics.unprotected.count(w);
                 w.dispatch = true;
             } else {
                 deadLetter(w, w.rejectCause, w.rejectDetail, 0);
@@ -304,13 +337,13 @@ public final class Pipeline implements DeliveryListener {
                 if (state != State.RUNNING || System.nanoTime() + backoff.toNanos() - giveUpAt > 0) {
                     log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); handing it back to the"
                             + " broker unacked", namespace, requests.size(), e.getMessage());
-                    metrics.storeUnavailable.increment(requests.size());
+                    metrics.storeUnavailable.count(requests.size());
                     return null;
                 }
                 log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); retrying in {}", namespace,
                         requests.size(), e.getMessage(), ConfigKey.formatDuration(backoff));
                 if (!pause(backoff)) {
-                    metrics.storeUnavailable.increment(requests.size());
+                    metrics.storeUnavailable.count(requests.size());
                     return null;
                 }
                 backoff = backoff.multipliedBy(2).compareTo(STORE_BACKOFF_MAX) > 0 ? STORE_BACKOFF_MAX
@@ -344,7 +377,7 @@ public final class Pipeline implements DeliveryListener {
             if (holder == null && mayRecheck) {
                 return false;
             }
-            metrics.deferred.increment();
+            metrics.deferred.count(w);
             retryLater(w, inProgress.retryAfter());
         }
         return true;
@@ -352,21 +385,21 @@ public final class Pipeline implements DeliveryListener {
 
     private void onDuplicate(Work w, boolean fingerprintMatches) {
         if (fingerprintMatches) {
-            metrics.duplicate.increment();
+            metrics.duplicate.count(w);
             ack(w);
             return;
         }
-        metrics.fingerprintMismatch.increment();
+        metrics.fingerprintMismatch.count(w);
         switch (config.fingerprintMismatch()) {
             case SKIP:
-                metrics.duplicate.increment();
+                metrics.duplicate.count(w);
                 ack(w);
                 break;
             case PROCESS:
                 // The key belongs to the completed message: run this one without a claim.
                 w.storeKey = null;
                 w.dispatch = true;
-                metrics.unprotected.increment();
+                metrics.unprotected.count(w);
                 break;
             default:
                 deadLetter(w, "fingerprint-mismatch", "the key '" + w.key
@@ -403,7 +436,7 @@ public final class Pipeline implements DeliveryListener {
     private void execute(Work w) {
         if (storeDown && w.claimed) {
             // The claim stays until its lease ends; the redelivery is deferred until then, then taken over.
-            metrics.storeUnavailable.increment();
+            metrics.storeUnavailable.count(w);
             retryLater(w, STORE_BACKOFF_MAX);
             return;
         }
@@ -424,7 +457,7 @@ public final class Pipeline implements DeliveryListener {
             if (failure instanceof NonRetryableException || run >= retry.maxAttempts() || w.leaseLost) {
                 break;
             }
-            metrics.retried.increment();
+            metrics.retried.count(w);
             log.debug("Pipeline '{}': {} failed on run {} ({}); retrying", namespace, w.describe(), run,
                     failure.toString());
             if (!pause(retry.backoffBefore(run + 1))) {
@@ -436,10 +469,10 @@ public final class Pipeline implements DeliveryListener {
             commit(w);
             return;
         }
-        metrics.failed.increment();
+        metrics.failed.count(w);
         if (w.leaseLost) {
             // Another consumer owns the key now and runs it; this copy goes back to find its outcome.
-            metrics.leaseLost.increment();
+            metrics.leaseLost.count(w);
             retryLater(w, Duration.ZERO);
             return;
         }
@@ -464,6 +497,7 @@ public final class Pipeline implements DeliveryListener {
             TransactionalDedupStore.Outcome outcome = null;
             Throwable failure = null;
             w.beginRun(deadline);
+            MDC.put(MDC_KEY, w.key);
             try {
                 outcome = transactionalStore.runOnce(w.storeKey, w.fingerprint, config.retention(),
                         tx -> handler.handle(new DeliveredMessage(w.message, w.key, attempt),
@@ -472,6 +506,7 @@ public final class Pipeline implements DeliveryListener {
                 failure = t;
             } finally {
                 w.endRun();
+                MDC.remove(MDC_KEY);
                 metrics.handler.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
             }
             if (failure instanceof VirtualMachineError vme) {
@@ -480,7 +515,7 @@ public final class Pipeline implements DeliveryListener {
             if (failure == null) {
                 switch (outcome) {
                     case COMMITTED:
-                        metrics.processed.increment();
+                        metrics.processed.count(w);
                         ack(w);
                         break;
                     case DUPLICATE:
@@ -501,20 +536,20 @@ public final class Pipeline implements DeliveryListener {
             boolean storeFailed = failure instanceof StoreException;
             if (failure instanceof NonRetryableException || run >= retry.maxAttempts()) {
                 if (storeFailed) {
-                    metrics.storeUnavailable.increment();
+                    metrics.storeUnavailable.count(w);
                     log.warn("Pipeline '{}': the store failed {} times on {} ({}); handing it back unacked", namespace,
                             run, w.describe(), failure.getMessage());
                     retryLater(w, STORE_BACKOFF_MAX);
                     return;
                 }
-                metrics.failed.increment();
+                metrics.failed.count(w);
                 log.warn("Pipeline '{}': {} failed after {} run(s), rolled back; dead-lettering it: {}", namespace,
                         w.describe(), run, failure.toString());
                 deadLetter(w, failure instanceof NonRetryableException ? "non-retryable" : "handler-failed",
                         failure.toString(), run);
                 return;
             }
-            metrics.retried.increment();
+            metrics.retried.count(w);
             if (!pause(retry.backoffBefore(run + 1))) {
                 retryLater(w, Duration.ZERO);
                 return;
@@ -527,12 +562,14 @@ public final class Pipeline implements DeliveryListener {
         long start = System.nanoTime();
         w.beginRun(start + handlerTimeoutNanos);
         Throwable failure = null;
+        MDC.put(MDC_KEY, w.key);
         try {
             handler.handle(new DeliveredMessage(w.message, w.key, attempt),
                     new RunContext(namespace, handlerLogger, start + handlerTimeoutNanos, null));
         } catch (Throwable t) {
             failure = t;
         } finally {
+            MDC.remove(MDC_KEY);
             w.endRun();
             metrics.handler.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
         }
@@ -544,7 +581,7 @@ public final class Pipeline implements DeliveryListener {
 
     private void commit(Work w) {
         if (!w.claimed) {
-            metrics.processed.increment();
+            metrics.processed.count(w);
             ack(w);
             return;
         }
@@ -557,12 +594,12 @@ public final class Pipeline implements DeliveryListener {
                 storeDown = false;
                 if (completed) {
                     w.claimed = false;
-                    metrics.processed.increment();
+                    metrics.processed.count(w);
                     ack(w);
                 } else {
                     // Our lease ran out and another consumer took the key over: it decides the outcome.
                     w.claimed = false;
-                    metrics.leaseLost.increment();
+                    metrics.leaseLost.count(w);
                     log.warn("Pipeline '{}': {} was handled but its lease had been taken over before completion;"
                             + " the new owner completes it", namespace, w.describe());
                     retryLater(w, Duration.ZERO);
@@ -572,7 +609,7 @@ public final class Pipeline implements DeliveryListener {
                 metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
                 storeDown |= e.retriable();
                 if (attempt >= COMPLETE_TRIES || !pause(backoff)) {
-                    metrics.commitFailed.increment();
+                    metrics.commitFailed.count(w);
                     log.error("Pipeline '{}': {} was handled but its completion could not be stored ({});"
                             + " not acking it: it will run again once its lease ends", namespace, w.describe(),
                             e.getMessage());
@@ -601,7 +638,7 @@ public final class Pipeline implements DeliveryListener {
         }
         if (w.followers != null) {
             for (Work follower : w.followers) {
-                metrics.duplicate.increment();
+                metrics.duplicate.count(w);
                 ack(follower);
             }
         }
@@ -655,7 +692,7 @@ public final class Pipeline implements DeliveryListener {
         }
         try {
             w.delivery.deadLetter(new DeadLetterReason(cause, detail, attempts, namespace));
-            metrics.deadLettered.increment();
+            metrics.deadLettered.count(w);
         } catch (RuntimeException e) {
             log.error("Pipeline '{}': could not dead-letter {} ({}); it stays unacked and will be redelivered",
                     namespace, w.describe(), e.getMessage());

@@ -3,6 +3,8 @@ package dev.idem.runtime.pipeline;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The meters of one pipeline, created once so the hot path only increments.
@@ -15,22 +17,54 @@ final class PipelineMetrics {
     static final String MESSAGES = "idem.messages";
     static final String HANDLER_DURATION = "idem.handler.duration";
     static final String STORE_DURATION = "idem.store.duration";
+    /** One debug line per outcome, for following single messages. */
+    private static final Logger OUTCOMES = LoggerFactory.getLogger("idem.outcome");
 
-    final Counter processed;
-    final Counter duplicate;
-    final Counter failed;
-    final Counter retried;
-    final Counter deadLettered;
-    final Counter deferred;
-    final Counter fingerprintMismatch;
+    /** An outcome's counter, plus its debug line. */
+    static final class Outcome {
+        private final Counter counter;
+        private final String pipeline;
+        private final String name;
+
+        Outcome(MeterRegistry registry, String pipeline, String name) {
+            this.counter = Counter.builder(MESSAGES).description("Messages by outcome")
+                    .tag("pipeline", pipeline).tag("outcome", name).register(registry);
+            this.pipeline = pipeline;
+            this.name = name;
+        }
+
+        long total() {
+            return (long) counter.count();
+        }
+
+        /** Counts a batch that failed as a whole, without a line per message. */
+        void count(int messages) {
+            counter.increment(messages);
+        }
+
+        void count(Work w) {
+            counter.increment();
+            if (OUTCOMES.isDebugEnabled()) {
+                OUTCOMES.debug("Pipeline '{}': {} {}", pipeline, name, w.describe());
+            }
+        }
+    }
+
+    final Outcome processed;
+    final Outcome duplicate;
+    final Outcome failed;
+    final Outcome retried;
+    final Outcome deadLettered;
+    final Outcome deferred;
+    final Outcome fingerprintMismatch;
     /** Handler ran but its completion could not be written: the honest window, made visible. */
-    final Counter commitFailed;
+    final Outcome commitFailed;
     /** Another consumer took the key over while this one still ran the handler. */
-    final Counter leaseLost;
+    final Outcome leaseLost;
     /** Runs with no claim: the message had no usable key and the policy is {@code unprotected}. */
-    final Counter unprotected;
+    final Outcome unprotected;
     /** Deliveries handed back because the store could not answer. */
-    final Counter storeUnavailable;
+    final Outcome storeUnavailable;
     final Timer handler;
     final Timer claim;
     final Timer complete;
@@ -38,28 +72,23 @@ final class PipelineMetrics {
     final Timer renew;
 
     PipelineMetrics(MeterRegistry registry, String pipeline) {
-        processed = outcome(registry, pipeline, "processed");
-        duplicate = outcome(registry, pipeline, "duplicate");
-        failed = outcome(registry, pipeline, "failed");
-        retried = outcome(registry, pipeline, "retried");
-        deadLettered = outcome(registry, pipeline, "dead-lettered");
-        deferred = outcome(registry, pipeline, "deferred");
-        fingerprintMismatch = outcome(registry, pipeline, "fingerprint-mismatch");
-        commitFailed = outcome(registry, pipeline, "commit-failed");
-        leaseLost = outcome(registry, pipeline, "lease-lost");
-        unprotected = outcome(registry, pipeline, "unprotected");
-        storeUnavailable = outcome(registry, pipeline, "store-unavailable");
+        processed = new Outcome(registry, pipeline, "processed");
+        duplicate = new Outcome(registry, pipeline, "duplicate");
+        failed = new Outcome(registry, pipeline, "failed");
+        retried = new Outcome(registry, pipeline, "retried");
+        deadLettered = new Outcome(registry, pipeline, "dead-lettered");
+        deferred = new Outcome(registry, pipeline, "deferred");
+        fingerprintMismatch = new Outcome(registry, pipeline, "fingerprint-mismatch");
+        commitFailed = new Outcome(registry, pipeline, "commit-failed");
+        leaseLost = new Outcome(registry, pipeline, "lease-lost");
+        unprotected = new Outcome(registry, pipeline, "unprotected");
+        storeUnavailable = new Outcome(registry, pipeline, "store-unavailable");
         handler = Timer.builder(HANDLER_DURATION).description("Handler run time")
                 .tag("pipeline", pipeline).register(registry);
         claim = store(registry, pipeline, "claim");
         complete = store(registry, pipeline, "complete");
         release = store(registry, pipeline, "release");
         renew = store(registry, pipeline, "renew");
-    }
-
-    private static Counter outcome(MeterRegistry registry, String pipeline, String outcome) {
-        return Counter.builder(MESSAGES).description("Messages by outcome")
-                .tag("pipeline", pipeline).tag("outcome", outcome).register(registry);
     }
 
     private static Timer store(MeterRegistry registry, String pipeline, String operation) {
