@@ -52,6 +52,7 @@ public final class Idem {
                 ? Thread.currentThread().getContextClassLoader() : Idem.class.getClassLoader());
         MeterRegistry meterRegistry;
         LongSupplier storeTicker = System::nanoTime;
+        OutcomeListener outcomeListener;
 
         private Builder() {
         }
@@ -120,6 +121,12 @@ public final class Idem {
             return this;
         }
 
+        /** Told of every message outcome; none by default. */
+        public Builder outcomeListener(OutcomeListener listener) {
+            this.outcomeListener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
         /** The time source given to in-process stores (tests inject a manual one). */
         public Builder storeTicker(LongSupplier ticker) {
             this.storeTicker = Objects.requireNonNull(ticker, "ticker");
@@ -134,10 +141,37 @@ public final class Idem {
          * @throws dev.idem.api.IdemException if the store or broker cannot be reached
          */
         public IdemRuntime start() {
+            requireConfig();
+            return IdemRuntime.start(this);
+        }
+
+        /**
+         * Does everything {@link #start()} does before it connects: discovers the plugins, validates the
+         * configuration and creates the handlers. Neither the broker nor the store is contacted.
+         *
+         * @throws dev.idem.spi.ConfigException listing every configuration and handler problem
+         * @throws dev.idem.spi.PluginException if a plugin is missing, duplicated or broken
+         */
+        public Validated validate() {
+            requireConfig();
+            return IdemRuntime.prepare(this).validated();
+        }
+
+        private void requireConfig() {
             if (yaml == null && configFile == null) {
                 throw new IllegalStateException("No configuration: call configFile(...) or configYaml(...)");
             }
-            return IdemRuntime.start(this);
         }
+    }
+
+    /**
+     * What {@link Builder#validate()} found.
+     *
+     * @param config the validated configuration
+     * @param handlers each pipeline's handler class
+     * @param plugins every plugin discovered
+     */
+    public record Validated(dev.idem.runtime.config.IdemConfig config, Map<String, Class<?>> handlers,
+            List<dev.idem.runtime.plugin.PluginDescriptor> plugins) {
     }
 }

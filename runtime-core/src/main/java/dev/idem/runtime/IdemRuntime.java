@@ -71,7 +71,17 @@ public final class IdemRuntime implements AutoCloseable {
         this.scheduler = scheduler;
     }
 
-    static IdemRuntime start(Idem.Builder b) {
+    /** The work of a start that happens before anything is contacted. */
+    record Prepared(PluginRegistry registry, IdemConfig config, Map<String, MessageHandler> handlers) {
+
+        Idem.Validated validated() {
+            Map<String, Class<?>> classes = new java.util.LinkedHashMap<>();
+            handlers.forEach((pipeline, handler) -> classes.put(pipeline, handler.getClass()));
+            return new Idem.Validated(config, classes, registry.plugins());
+        }
+    }
+
+    static Prepared prepare(Idem.Builder b) {
         PluginRegistry registry = PluginRegistry.discover(b.pluginLoaders);
         PluginSpecs specs = withInstances(registry, b);
         IdemConfig config = b.yaml != null
@@ -98,6 +108,14 @@ public final class IdemRuntime implements AutoCloseable {
         if (!problems.isEmpty()) {
             throw new ConfigException(problems);
         }
+        return new Prepared(registry, config, handlers);
+    }
+
+    static IdemRuntime start(Idem.Builder b) {
+        Prepared prepared = prepare(b);
+        PluginRegistry registry = prepared.registry();
+        IdemConfig config = prepared.config();
+        Map<String, MessageHandler> handlers = prepared.handlers();
 
         MeterRegistry meters = b.meterRegistry != null ? b.meterRegistry : new SimpleMeterRegistry();
         DedupStore store = b.stores.get(config.store().type());
@@ -128,7 +146,7 @@ public final class IdemRuntime implements AutoCloseable {
                     IdExtractorProvider provider = registry.idExtractor(section.type());
                     chain.add(inPluginContext(provider, () -> provider.create(section.config())));
                 }
-                Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chain, meters);
+                Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chain, meters, b.outcomeListener);
                 BrokerAdapter adapter = broker;
                 inPluginContext(adapter, () -> {
                     pipeline.start(adapter, scheduler);

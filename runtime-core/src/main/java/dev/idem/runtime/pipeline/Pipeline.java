@@ -2,6 +2,7 @@ package dev.idem.runtime.pipeline;
 
 import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
+import dev.idem.runtime.OutcomeListener;
 import dev.idem.runtime.config.PipelineConfig;
 import dev.idem.runtime.config.PipelineConfig.FingerprintMode;
 import dev.idem.runtime.config.RetryPolicy;
@@ -94,13 +95,13 @@ public final class Pipeline implements DeliveryListener {
     private long summarizedAt = System.nanoTime();
 
     public Pipeline(PipelineConfig config, MessageHandler handler, DedupStore store, List<IdExtractor> idExtractors,
-            MeterRegistry registry) {
+            MeterRegistry registry, OutcomeListener outcomes) {
         this.config = config;
         this.namespace = config.name();
         this.handler = handler;
         this.store = store;
         this.keys = new KeyResolver(idExtractors, config.missingId());
-        this.metrics = new PipelineMetrics(registry, config.name());
+        this.metrics = new PipelineMetrics(registry, config.name(), outcomes);
         this.lanes = new Lanes(config.name(), config.ordering(), config.concurrency(), handler.getClass().getClassLoader());
         this.limit = new InFlightLimit(config.maxInFlight());
         this.handlerLogger = System.getLogger("idem.handler." + config.name());

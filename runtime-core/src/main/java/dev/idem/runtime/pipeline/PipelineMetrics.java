@@ -1,5 +1,6 @@
 package dev.idem.runtime.pipeline;
 
+import dev.idem.runtime.OutcomeListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -25,12 +26,14 @@ final class PipelineMetrics {
         private final Counter counter;
         private final String pipeline;
         private final String name;
+        private final OutcomeListener listener;
 
-        Outcome(MeterRegistry registry, String pipeline, String name) {
+        Outcome(MeterRegistry registry, String pipeline, String name, OutcomeListener listener) {
             this.counter = Counter.builder(MESSAGES).description("Messages by outcome")
                     .tag("pipeline", pipeline).tag("outcome", name).register(registry);
             this.pipeline = pipeline;
             this.name = name;
+            this.listener = listener;
         }
 
         long total() {
@@ -46,6 +49,13 @@ final class PipelineMetrics {
             counter.increment();
             if (OUTCOMES.isDebugEnabled()) {
                 OUTCOMES.debug("Pipeline '{}': {} {}", pipeline, name, w.describe());
+            }
+            if (listener != null) {
+                try {
+                    listener.onOutcome(pipeline, name, w.message, w.key);
+                } catch (RuntimeException e) {
+                    OUTCOMES.warn("Outcome listener {} failed; ignored", listener, e);
+                }
             }
         }
     }
@@ -71,18 +81,18 @@ final class PipelineMetrics {
     final Timer release;
     final Timer renew;
 
-    PipelineMetrics(MeterRegistry registry, String pipeline) {
-        processed = new Outcome(registry, pipeline, "processed");
-        duplicate = new Outcome(registry, pipeline, "duplicate");
-        failed = new Outcome(registry, pipeline, "failed");
-        retried = new Outcome(registry, pipeline, "retried");
-        deadLettered = new Outcome(registry, pipeline, "dead-lettered");
-        deferred = new Outcome(registry, pipeline, "deferred");
-        fingerprintMismatch = new Outcome(registry, pipeline, "fingerprint-mismatch");
-        commitFailed = new Outcome(registry, pipeline, "commit-failed");
-        leaseLost = new Outcome(registry, pipeline, "lease-lost");
-        unprotected = new Outcome(registry, pipeline, "unprotected");
-        storeUnavailable = new Outcome(registry, pipeline, "store-unavailable");
+    PipelineMetrics(MeterRegistry registry, String pipeline, OutcomeListener listener) {
+        processed = new Outcome(registry, pipeline, "processed", listener);
+        duplicate = new Outcome(registry, pipeline, "duplicate", listener);
+        failed = new Outcome(registry, pipeline, "failed", listener);
+        retried = new Outcome(registry, pipeline, "retried", listener);
+        deadLettered = new Outcome(registry, pipeline, "dead-lettered", listener);
+        deferred = new Outcome(registry, pipeline, "deferred", listener);
+        fingerprintMismatch = new Outcome(registry, pipeline, "fingerprint-mismatch", listener);
+        commitFailed = new Outcome(registry, pipeline, "commit-failed", listener);
+        leaseLost = new Outcome(registry, pipeline, "lease-lost", listener);
+        unprotected = new Outcome(registry, pipeline, "unprotected", listener);
+        storeUnavailable = new Outcome(registry, pipeline, "store-unavailable", listener);
         handler = Timer.builder(HANDLER_DURATION).description("Handler run time")
                 .tag("pipeline", pipeline).register(registry);
         claim = store(registry, pipeline, "claim");
