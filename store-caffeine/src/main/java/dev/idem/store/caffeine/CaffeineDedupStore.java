@@ -10,10 +10,15 @@ import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreKey;
+import dev.idem.spi.StoreStats;
+import dev.idem.spi.StoredKey;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
@@ -29,8 +34,13 @@ import java.util.function.LongSupplier;
  * still sees its attempt count), a completed key until its retention ends. Lease checks compare
  * against the same ticker. All time arithmetic is on differences of ticker readings, which may be
  * negative and may wrap, as {@link System#nanoTime()}'s may.
+ *
+ * <p>As an {@link InspectableDedupStore}: {@code inspect} and {@code delete} are one map read or removal;
+ * {@code expiresAt} is the time left on the ticker added to {@link Instant#now()}, exact to the
+ * nanosecond of the ticker. {@code stats} visits every entry (a few milliseconds per million keys), is
+ * never truncated, and counts while other threads change keys, so it is exact only for a quiet store.
  */
-final class CaffeineDedupStore implements DedupStore {
+final class CaffeineDedupStore implements InspectableDedupStore {
 
     // Durations are capped so that a lease plus a retention still fits a signed difference of
     // nanoTime readings (Caffeine caps expiry at about 146 years itself).
@@ -176,6 +186,43 @@ final class CaffeineDedupStore implements DedupStore {
     }
 
     @Override
+    public Optional<StoredKey> inspect(StoreKey key) {
+        Objects.requireNonNull(key, "key");
+        Entry entry = map.get(key);
+        long now = ticker.getAsLong();
+        if (entry == null || !entry.liveAt(now)) {
+            return Optional.empty();
+        }
+        StoredKey.State state = entry.completed ? StoredKey.State.COMPLETED : StoredKey.State.CLAIMED;
+        long left = (entry.completed ? entry.expiresAt : entry.leaseUntil) - now;
+        return Optional.of(new StoredKey(state, entry.attempts, entry.fingerprint, Instant.now().plusNanos(left)));
+    }
+
+    @Override
+    public boolean delete(StoreKey key) {
+        Objects.requireNonNull(key, "key");
+        Entry removed = map.remove(key);
+        return removed != null && removed.liveAt(ticker.getAsLong());
+    }
+
+    @Override
+    public StoreStats stats() {
+        long now = ticker.getAsLong();
+        long claimed = 0;
+        long completed = 0;
+        for (Entry entry : map.values()) {
+            if (entry.liveAt(now)) {
+                if (entry.completed) {
+                    completed++;
+                } else {
+                    claimed++;
+                }
+            }
+        }
+        return new StoreStats(claimed, completed, false);
+    }
+
+    @Override
     public void close() {
         cache.invalidateAll();
         cache.cleanUp();
@@ -247,6 +294,11 @@ final class CaffeineDedupStore implements DedupStore {
 
         Entry completedAt(long now, long retention) {
             return new Entry(token, attempts, fingerprint, true, 0, 0, now + retention);
+        }
+
+        /** Whether a claim would see this entry at {@code now}: completed and remembered, or leased. */
+        boolean liveAt(long now) {
+            return completed ? expiresAt - now > 0 : leaseUntil - now > 0;
         }
 
         boolean claimedBy(long owner) {

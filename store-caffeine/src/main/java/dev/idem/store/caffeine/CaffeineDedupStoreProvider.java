@@ -23,6 +23,9 @@ import java.util.Objects;
  * redelivery of an evicted key runs its handler again. Size the bound above completed messages per
  * second times retention so that it is never reached in steady state.
  *
+ * <p>The store it creates is also an {@link dev.idem.spi.InspectableDedupStore}: {@code stats} visits
+ * every key in memory and is never truncated.
+ *
  * <p>Stateless and thread-safe, as every provider is. Found through {@link java.util.ServiceLoader}.
  */
 public final class CaffeineDedupStoreProvider implements DedupStoreProvider {

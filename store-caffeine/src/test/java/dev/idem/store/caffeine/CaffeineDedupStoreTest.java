@@ -9,9 +9,10 @@ import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreKey;
-import dev.idem.testkit.DedupStoreContract;
+import dev.idem.testkit.InspectableDedupStoreContract;
 import dev.idem.testkit.ManualTicker;
 import dev.idem.testkit.TestPluginConfig;
 import java.time.Duration;
@@ -20,13 +21,13 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
-class CaffeineDedupStoreTest extends DedupStoreContract {
+class CaffeineDedupStoreTest extends InspectableDedupStoreContract {
 
     private static final CaffeineDedupStoreProvider PROVIDER = new CaffeineDedupStoreProvider();
 
     @Override
-    protected DedupStore createStore(ManualTicker ticker) {
-        return PROVIDER.create(TestPluginConfig.defaults("store.caffeine", PROVIDER.configSpec()),
+    protected InspectableDedupStore createInspectableStore(ManualTicker ticker) {
+        return (InspectableDedupStore) PROVIDER.create(TestPluginConfig.defaults("store.caffeine", PROVIDER.configSpec()),
                 new StoreContext(ticker));
     }
 

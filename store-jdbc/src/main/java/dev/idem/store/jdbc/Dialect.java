@@ -183,6 +183,39 @@ abstract class Dialect {
                 + " WHERE namespace = ? AND id = ? AND token = ? AND state = " + CLAIMED + " AND expires_at > " + now();
     }
 
+    // ------------------------------------------------------------------ operator view
+
+    /** Whether a row is seen by a claim: remembered, and completed or with its lease running. */
+    final String live() {
+        String now = now();
+        return "expires_at > " + now + " AND (state = " + COMPLETED + " OR lease_until > " + now + ")";
+    }
+
+    /**
+     * Reads a live row: state, attempts, fingerprint, microseconds until the lease ends (NULL once
+     * completed) and until the row is forgotten. Parameters: namespace, id.
+     */
+    String inspect() {
+        return "SELECT state, attempts, fingerprint, " + microsBetween(now(), "lease_until") + ", "
+                + microsBetween(now(), "expires_at") + " FROM " + table + " WHERE namespace = ? AND id = ? AND "
+                + live();
+    }
+
+    /** Deletes the key's row if it is live. Parameters: namespace, id. */
+    String deleteLive() {
+        return "DELETE FROM " + table + " WHERE namespace = ? AND id = ? AND " + live();
+    }
+
+    /** Deletes the key's row if a claim would take it over (forgotten, or its lease over). Parameters: namespace, id. */
+    String deleteOver() {
+        return "DELETE FROM " + table + " WHERE namespace = ? AND id = ? AND (" + claimTakeover("") + ")";
+    }
+
+    /** Counts the live rows per state. */
+    String countLive() {
+        return "SELECT state, COUNT(*) FROM " + table + " WHERE " + live() + " GROUP BY state";
+    }
+
     /** Deletes at most the given number of expired rows. Parameter: the batch size. */
     abstract String purge();
 

@@ -6,16 +6,23 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
+import dev.idem.spi.StoreStats;
+import dev.idem.spi.StoredKey;
 import dev.idem.spi.TransactionalDedupStore;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jdbi.v3.core.Handle;
@@ -31,8 +38,15 @@ import org.jdbi.v3.core.Jdbi;
  * conditioned on the token. A batch claim sends its distinct keys sorted (so concurrent batches lock
  * rows in one order) in statements of at most {@value Dialect#MAX_ROWS_PER_STATEMENT} keys; a key
  * repeated in the batch is sent once, and its repeats answer from the first request's result.
+ *
+ * <p>As an {@link InspectableDedupStore}: {@code inspect} is one primary-key read and {@code delete} at
+ * most two primary-key deletes (the live row, else a row kept only for its attempts), both on the
+ * database's clock. {@code expiresAt} is the time left by that clock, to the microsecond, added to this
+ * host's clock when the answer arrives. {@code stats} is one {@code COUNT(*) ... GROUP BY state} over the
+ * live rows: exact and never truncated, but it reads the whole table (or its {@code expires_at} index), so
+ * it takes about a second per few million rows.
  */
-final class JdbcDedupStore implements TransactionalDedupStore {
+final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupStore {
 
     /** Claims of keys whose rows another writer changed between our write and our read. */
     private static final int MAX_PASSES = 5;
@@ -203,6 +217,56 @@ final class JdbcDedupStore implements TransactionalDedupStore {
         return call("renew", handle -> handle.createUpdate(dialect.renew())
                 .bind(0, micros).bind(1, micros).bind(2, namespace).bind(3, id).bind(4, token)
                 .execute() > 0);
+    }
+
+    // ------------------------------------------------------------------ operator view
+
+    @Override
+    public Optional<StoredKey> inspect(StoreKey key) {
+        byte[] namespace = ClaimRow.namespace(key);
+        byte[] id = ClaimRow.id(key);
+        return call("inspect", handle -> handle.createQuery(dialect.inspect())
+                .bind(0, namespace).bind(1, id)
+                .map((rs, ctx) -> {
+                    boolean completed = rs.getInt(1) == Dialect.COMPLETED;
+                    byte[] fingerprint = rs.getBytes(3);
+                    long left = rs.getLong(completed ? 5 : 4);
+                    return new StoredKey(completed ? StoredKey.State.COMPLETED : StoredKey.State.CLAIMED,
+                            rs.getInt(2), fingerprint == null ? null : new String(fingerprint, StandardCharsets.UTF_8),
+                            Instant.now().plus(left, ChronoUnit.MICROS));
+                })
+                .findOne());
+    }
+
+    @Override
+    public boolean delete(StoreKey key) {
+        byte[] namespace = ClaimRow.namespace(key);
+        byte[] id = ClaimRow.id(key);
+        return call("delete", handle -> {
+            boolean live = handle.createUpdate(dialect.deleteLive()).bind(0, namespace).bind(1, id).execute() > 0;
+            // A claim whose lease ran out is kept for its attempts; an operator's delete forgets those too.
+            // Only such a row is deleted here, so a claim that took the key in between is left alone.
+            handle.createUpdate(dialect.deleteOver()).bind(0, namespace).bind(1, id).execute();
+            return live;
+        });
+    }
+
+    @Override
+    public StoreStats stats() {
+        List<Map.Entry<Integer, Long>> perState = call("counting the keys", handle -> handle
+                .createQuery(dialect.countLive())
+                .map((rs, ctx) -> Map.entry(rs.getInt(1), rs.getLong(2)))
+                .list());
+        long claimed = 0;
+        long completed = 0;
+        for (Map.Entry<Integer, Long> count : perState) {
+            if (count.getKey() == Dialect.CLAIMED) {
+                claimed = count.getValue();
+            } else if (count.getKey() == Dialect.COMPLETED) {
+                completed = count.getValue();
+            }
+        }
+        return new StoreStats(claimed, completed, false);
     }
 
     // ------------------------------------------------------------------ transactional mode

@@ -31,6 +31,9 @@ import org.jdbi.v3.core.Jdbi;
  * is written in the handler's own transaction, which the handler reaches from its context as a
  * {@code java.sql.Connection} or a Jdbi {@code Handle}. The pool runs transactions at READ COMMITTED.
  *
+ * <p>The store is also an {@link dev.idem.spi.InspectableDedupStore}: its {@code stats} is one exact
+ * {@code COUNT(*)} over the table's live rows, never truncated, whose cost grows with the table.
+ *
  * <p>Stateless and thread-safe, as every provider is; {@link #create} connects, prepares the table
  * and starts the purge. Found through {@link java.util.ServiceLoader}.
  */

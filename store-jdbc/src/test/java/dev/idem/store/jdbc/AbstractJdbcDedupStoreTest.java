@@ -8,10 +8,11 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
-import dev.idem.testkit.DedupStoreContract;
+import dev.idem.testkit.InspectableDedupStoreContract;
 import dev.idem.testkit.ManualTicker;
 import dev.idem.testkit.TestPluginConfig;
 import java.nio.charset.StandardCharsets;
@@ -36,32 +37,45 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The contract kit plus what is particular to the JDBC store (the table's shape, exact keys, purging),
  * run against one database per subclass. The database's clock cannot be moved, so
- * {@link #advanceStoreClock} moves the stored deadlines back instead; each class has a table of its own.
+ * {@link #advanceStoreClock} moves the stored deadlines back instead. Each test has a table of its own,
+ * since {@code stats} counts a whole table.
  * Transactional mode has its own suite, {@link AbstractTransactionalModeTest}.
  */
-abstract class AbstractJdbcDedupStoreTest extends DedupStoreContract {
+abstract class AbstractJdbcDedupStoreTest extends InspectableDedupStoreContract {
 
     static final JdbcDedupStoreProvider PROVIDER = new JdbcDedupStoreProvider();
 
     private JdbcDedupStore created;
+    private String table;
 
     /** The database of the subclass, found in its {@code @BeforeAll}. */
     abstract TestDatabase database();
 
     @Override
-    protected DedupStore createStore(ManualTicker ticker) {
-        created = create(database().config());
+    protected InspectableDedupStore createInspectableStore(ManualTicker ticker) {
+        table = database().newTable("idem_test");
+        created = create(config());
         return created;
+    }
+
+    /** This test's table, which the store under test created. */
+    String table() {
+        return table;
+    }
+
+    /** The store's configuration for this test's table. */
+    TestPluginConfig config() {
+        return database().config(table);
     }
 
     static JdbcDedupStore create(TestPluginConfig config) {
         return (JdbcDedupStore) PROVIDER.create(config, StoreContext.system());
     }
 
-    /** Moves every stored deadline of the class's table back by {@code duration}. */
+    /** Moves every stored deadline of this test's table back by {@code duration}. */
     @Override
     protected void advanceStoreClock(Duration duration) {
-        shiftClock(database(), database().table, duration);
+        shiftClock(database(), table, duration);
     }
 
     static void shiftClock(TestDatabase database, String table, Duration duration) {
@@ -88,7 +102,7 @@ abstract class AbstractJdbcDedupStoreTest extends DedupStoreContract {
 
     @Test
     void sqlInjectionKeyIsStoredByteForByteAndTheTableSurvives() {
-        String id = "'; DROP TABLE " + database().table + "; --";
+        String id = "'; DROP TABLE " + table + "; --";
         StoreKey key = key(id);
         Acquired owner = acquire(key);
         assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
@@ -174,7 +188,7 @@ abstract class AbstractJdbcDedupStoreTest extends DedupStoreContract {
 
     @Test
     void schemaValidateAcceptsTheTableSchemaCreateMade() {
-        try (DedupStore validated = create(database().config().with("schema", "validate"))) {
+        try (DedupStore validated = create(config().with("schema", "validate"))) {
             validated.checkHealth();
         }
     }
@@ -231,7 +245,7 @@ abstract class AbstractJdbcDedupStoreTest extends DedupStoreContract {
 
     @Test
     void purgeDeletesExpiredRowsInBoundedBatchesAndKeepsLiveOnes() {
-        try (JdbcDedupStore store = create(database().config().with("purge.batch-size", 7))) {
+        try (JdbcDedupStore store = create(config().with("purge.batch-size", 7))) {
             List<StoreKey> done = new ArrayList<>();
             for (int i = 0; i < 50; i++) {
                 done.add(key("done-" + i));
@@ -254,7 +268,7 @@ abstract class AbstractJdbcDedupStoreTest extends DedupStoreContract {
 
     @Test
     void scheduledPurgeRemovesExpiredRowsAndStopsOnClose() throws Exception {
-        JdbcDedupStore store = create(database().config().with("purge.interval", "100ms"));
+        JdbcDedupStore store = create(config().with("purge.interval", "100ms"));
         try {
             Acquired owner = (Acquired) store.claim(List.of(request(key("done")))).get(0);
             store.complete(key("done"), owner.token(), RETENTION);
@@ -275,7 +289,7 @@ abstract class AbstractJdbcDedupStoreTest extends DedupStoreContract {
 
     @Test
     void callsAfterCloseFailWithoutRetry() {
-        JdbcDedupStore store = create(database().config());
+        JdbcDedupStore store = create(config());
         store.close();
         store.close();
 
@@ -290,7 +304,7 @@ abstract class AbstractJdbcDedupStoreTest extends DedupStoreContract {
     List<String> storedIds() {
         byte[] namespace = namespace().getBytes(StandardCharsets.UTF_8);
         Jdbi jdbi = database().jdbi();
-        return jdbi.withHandle(handle -> handle.createQuery("SELECT id FROM " + database().table
+        return jdbi.withHandle(handle -> handle.createQuery("SELECT id FROM " + table
                         + " WHERE namespace = ?")
                 .bind(0, namespace)
                 .map((rs, ctx) -> new String(rs.getBytes(1), StandardCharsets.UTF_8))

@@ -41,7 +41,7 @@ class MariaDbDedupStoreTest extends AbstractJdbcDedupStoreTest {
     /** The path MySQL takes, which has no RETURNING: the upsert, then a read of the batch's rows. */
     @Test
     void withoutReturningTheUpsertIsFollowedByAReadOfTheBatch() {
-        MariaDbDialect withoutReturning = new MariaDbDialect(database().table);
+        MariaDbDialect withoutReturning = new MariaDbDialect(table());
         StoreKey fresh = key("fresh");
         StoreKey held = key("held");
         Acquired owner = acquire(held);
@@ -59,7 +59,7 @@ class MariaDbDedupStoreTest extends AbstractJdbcDedupStoreTest {
     @Test
     void mysqlSchemeUrlReachesTheServerThroughTheMariaDbDriver() {
         String url = database().url.replaceFirst("^jdbc:mariadb:", "jdbc:mysql:");
-        try (DedupStore store = create(database().config().with("url", url))) {
+        try (DedupStore store = create(config().with("url", url))) {
             assertThat(store.claim(List.of(request(key("order-1"))))).first().isInstanceOf(Acquired.class);
         }
     }

@@ -36,7 +36,7 @@ class PostgresDedupStoreTest extends AbstractJdbcDedupStoreTest {
     @Test
     void lostConnectionsFailRetriablyAndTheStoreRecovers() {
         String application = "idem-test-" + UUID.randomUUID().toString().substring(0, 8);
-        try (JdbcDedupStore store = create(database().config().with("properties", Map.of("ApplicationName", application)))) {
+        try (JdbcDedupStore store = create(config().with("properties", Map.of("ApplicationName", application)))) {
             store.checkHealth();
             int killed = database().jdbi().withHandle(handle -> handle.createQuery(
                             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?")

@@ -89,6 +89,13 @@ final class Failures {
                 false);
     }
 
+    /** A key under the prefix holds a value that no script of this store wrote. */
+    StoreException notARecord(String operation) {
+        return new StoreException("Redis at " + endpoint + " refused " + operation + ": a key under the prefix holds "
+                + "a value that is not an Idem record. Another application writes keys under " + configPath
+                + ".key-prefix: give Idem a prefix of its own.", false);
+    }
+
     private StoreException refused(String operation, RedisCommandExecutionException refused) {
         String message = String.valueOf(refused.getMessage());
         int space = message.indexOf(' ');
@@ -99,7 +106,8 @@ final class Failures {
             case "WRONGTYPE", "IDEMRECORD" -> hint = "Another application writes keys under " + configPath
                     + ".key-prefix: give Idem a prefix of its own.";
             case "NOAUTH", "WRONGPASS" -> hint = "Check " + configPath + ".username and " + configPath + ".password.";
-            case "NOPERM" -> hint = "Grant the Redis user the commands EVALSHA, EVAL, SCRIPT, GET, SET, DEL, TIME, PING"
+            case "NOPERM" -> hint = "Grant the Redis user the commands EVALSHA, EVAL, SCRIPT, GET, SET, DEL, PTTL, TIME, PING"
+                    + " (and SCAN for store statistics)"
                     + " on keys under " + configPath + ".key-prefix.";
             default -> hint = retriable ? "Retrying is safe." : "";
         }

@@ -6,15 +6,24 @@ import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreKey;
+import dev.idem.spi.StoreStats;
+import dev.idem.spi.StoredKey;
+import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -38,10 +47,20 @@ import java.util.concurrent.TimeoutException;
  * per key, and every time comparison reads the server's clock: the processes sharing a store need not
  * agree on the time. A claim's retry-after is the rest of the owner's lease by that clock.
  *
+ * <p>As an {@link InspectableDedupStore}: {@code inspect} and {@code delete} are one script each, atomic per
+ * key. {@code expiresAt} is the time left by the server's clock (µs for a lease, whole ms for a completed
+ * key's TTL) added to this host's clock when the reply arrives, so it is late by at most the round trip.
+ * {@code stats} is not cheap: it {@code SCAN}s the whole database ({@code MATCH <prefix>*}, {@value
+ * #STATS_PAGE} per call; in Cluster mode every master in turn), {@code GET}s each matching key (pipelined)
+ * and classifies it by one reading of the server's clock ({@code TIME}; of one node in Cluster mode, so
+ * a lease ending within the nodes' clock skew may be counted either way). Keys change while it runs, so
+ * the counts are a close estimate, not a snapshot. It stops after {@value #STATS_MAX_KEYS} matching keys
+ * or {@link #STATS_BUDGET}, and then says it was truncated.
+ *
  * <p>Thread-safe: calls from any number of threads share one connection and are pipelined on it. Failures
  * are {@link dev.idem.spi.StoreException}s; see {@link Failures} for which are retriable.
  */
-final class RedisDedupStore implements DedupStore {
+final class RedisDedupStore implements InspectableDedupStore {
 
     /** Longer leases and retentions are cut to this, so deadlines stay exact in Lua's doubles. */
     static final Duration LONGEST = Duration.ofDays(100 * 365);
@@ -50,7 +69,16 @@ final class RedisDedupStore implements DedupStore {
     private static final LuaScript COMPLETE = LuaScript.named("complete");
     private static final LuaScript RELEASE = LuaScript.named("release");
     private static final LuaScript RENEW = LuaScript.named("renew");
-    private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, RELEASE, RENEW);
+    private static final LuaScript INSPECT = LuaScript.named("inspect");
+    private static final LuaScript DELETE = LuaScript.named("delete");
+    private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, RELEASE, RENEW, INSPECT, DELETE);
+
+    /** How many keys one {@code SCAN} call of {@link #stats()} asks for. */
+    static final int STATS_PAGE = 1000;
+    /** After how many matching keys {@link #stats()} stops. */
+    static final long STATS_MAX_KEYS = 1_000_000;
+    /** After how long {@link #stats()} stops. */
+    static final Duration STATS_BUDGET = Duration.ofSeconds(10);
 
     private static final long ACQUIRED = 1;
     private static final long DUPLICATE = 2;
@@ -130,6 +158,112 @@ final class RedisDedupStore implements DedupStore {
             throw new IllegalArgumentException("lease must be positive: " + lease);
         }
         return yes(RENEW, "a renewal", key, ascii(token), ascii(micros(lease)));
+    }
+
+    @Override
+    public Optional<StoredKey> inspect(StoreKey key) {
+        Objects.requireNonNull(key, "key");
+        String operation = describe("an inspection", key);
+        List<Object> reply = await(INSPECT.run(redis, ScriptOutputType.MULTI, new byte[][] {keys.encode(key)}),
+                operation, System.nanoTime() + waitNanos);
+        Instant now = Instant.now();
+        if (reply == null || reply.isEmpty()) {
+            return Optional.empty();
+        }
+        if (reply.size() != 4 || !(reply.get(0) instanceof Long kind) || !(reply.get(1) instanceof Long attempts)
+                || !(reply.get(2) instanceof byte[] fingerprint) || !(reply.get(3) instanceof Long left)
+                || (kind != ACQUIRED && kind != DUPLICATE) || attempts < 1 || attempts > Integer.MAX_VALUE) {
+            throw failures.unexpectedReply(operation, reply);
+        }
+        StoredKey.State state = kind == ACQUIRED ? StoredKey.State.CLAIMED : StoredKey.State.COMPLETED;
+        // A completed key without TTL (only a person can have removed it) is never forgotten.
+        Instant expiresAt = left < 0 ? Instant.MAX : now.plus(left, ChronoUnit.MICROS);
+        return Optional.of(new StoredKey(state, attempts.intValue(), fingerprint(fingerprint), expiresAt));
+    }
+
+    @Override
+    public boolean delete(StoreKey key) {
+        Objects.requireNonNull(key, "key");
+        return yes(DELETE, "a delete", key);
+    }
+
+    @Override
+    public StoreStats stats() {
+        return stats(STATS_PAGE, STATS_MAX_KEYS, STATS_BUDGET);
+    }
+
+    /** {@link #stats()} with its bounds given; for tests. */
+    StoreStats stats(int page, long maxKeys, Duration budget) {
+        String operation = "counting keys under key-prefix '" + keyPrefix + "' (SCAN)";
+        long started = System.nanoTime();
+        long nowMicros = serverMicros(operation);
+        ScanArgs args = ScanArgs.Builder.matches(RedisKeys.utf8(glob(keyPrefix))).limit(page);
+        KeyScanCursor<byte[]> cursor = await(redis.scan(args).toCompletableFuture(), operation,
+                System.nanoTime() + waitNanos);
+        long seen = 0;
+        long claimed = 0;
+        long completed = 0;
+        while (true) {
+            List<CompletableFuture<byte[]>> values = new ArrayList<>(cursor.getKeys().size());
+            for (byte[] key : cursor.getKeys()) {
+                values.add(redis.get(key).toCompletableFuture());
+            }
+            long deadline = System.nanoTime() + waitNanos;
+            for (CompletableFuture<byte[]> value : values) {
+                switch (classify(await(value, operation, deadline), nowMicros, operation)) {
+                    case CLAIMED -> claimed++;
+                    case COMPLETED -> completed++;
+                    default -> { }
+                }
+            }
+            seen += values.size();
+            if (cursor.isFinished()) {
+                return new StoreStats(claimed, completed, false);
+            }
+            if (seen >= maxKeys || System.nanoTime() - started >= budget.toNanos()) {
+                return new StoreStats(claimed, completed, true);
+            }
+            cursor = await(redis.scan(cursor, args).toCompletableFuture(), operation, System.nanoTime() + waitNanos);
+        }
+    }
+
+    private enum Seen { CLAIMED, COMPLETED, NEITHER }
+
+    /** What a record counts as at {@code nowMicros}; {@code value} is {@code null} for a key gone since the SCAN. */
+    private Seen classify(byte[] value, long nowMicros, String operation) {
+        if (value == null) {
+            return Seen.NEITHER;
+        }
+        String record = new String(value, StandardCharsets.UTF_8);
+        String[] fields = record.split("\\|", 6);
+        if (fields.length == 6 && fields[0].equals("D")) {
+            return Seen.COMPLETED;
+        }
+        if (fields.length == 6 && fields[0].equals("C") && fields[3].matches("\\d{1,18}")) {
+            return Long.parseLong(fields[3]) > nowMicros ? Seen.CLAIMED : Seen.NEITHER;
+        }
+        throw failures.notARecord(operation);
+    }
+
+    /** The server's clock ({@code TIME}) in microseconds. */
+    private long serverMicros(String operation) {
+        List<byte[]> time = await(redis.time().toCompletableFuture(), operation, System.nanoTime() + waitNanos);
+        try {
+            return Long.parseLong(new String(time.get(0), StandardCharsets.US_ASCII)) * 1_000_000L
+                    + Long.parseLong(new String(time.get(1), StandardCharsets.US_ASCII));
+        } catch (RuntimeException e) {
+            throw failures.unexpectedReply(operation + " (TIME)", time);
+        }
+    }
+
+    /** A {@code SCAN MATCH} pattern for every key starting with {@code prefix}. */
+    static String glob(String prefix) {
+        return prefix.replaceAll("([\\\\*?\\[\\]])", "\\\\$1") + "*";
+    }
+
+    private static String fingerprint(byte[] stored) {
+        // Stored as '' for none, else '=' and the fingerprint.
+        return stored.length == 0 ? null : new String(stored, 1, stored.length - 1, StandardCharsets.UTF_8);
     }
 
     /** Sends {@code PING}; throws a {@link dev.idem.spi.StoreException} if Redis does not answer. */

@@ -57,6 +57,12 @@ import java.util.regex.Pattern;
  * instead of queueing; the client reconnects by itself, retrying at least once a second. Messages name the
  * URI without its password.
  *
+ * <h2>Operator view</h2>
+ * The store it creates is also an {@link dev.idem.spi.InspectableDedupStore}. Its {@code stats} scans the
+ * whole database (every master of a Cluster) for keys under the prefix and reads each: it costs about one
+ * {@code GET} per Idem key, stops after a million keys or ten seconds (then it says it was truncated), and
+ * on a large store is best run when the load is low.
+ *
  * <p>Stateless and thread-safe, as every provider is; the stores it creates are thread-safe. Found through
  * {@link java.util.ServiceLoader}. {@link StoreContext#nanoTicker()} is not used: time is the server's.
  */

@@ -7,8 +7,10 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoreContext;
-import dev.idem.testkit.DedupStoreContract;
+import dev.idem.testkit.InspectableDedupStoreContract;
 import dev.idem.testkit.ManualTicker;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -16,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -26,16 +29,18 @@ import org.junit.jupiter.api.io.TempDir;
  * The whole contract in Cluster mode, on a three-node Redis Cluster of the test's own ({@code redis-server}
  * processes joined with {@code redis-cli --cluster create}), so that batches really span nodes.
  */
-class RedisClusterDedupStoreTest extends DedupStoreContract {
+class RedisClusterDedupStoreTest extends InspectableDedupStoreContract {
 
     private static final RedisDedupStoreProvider PROVIDER = new RedisDedupStoreProvider();
-    private static final String PREFIX = "idem:";
     private static final int NODES = 3;
 
     @TempDir
     static Path dir;
     private static final List<RedisServerProcess> nodes = new ArrayList<>();
     private static RedisKeyspace keyspace;
+
+    /** A prefix per test, so that stats see only its keys. */
+    private final String prefix = "idem-" + UUID.randomUUID().toString().substring(0, 8) + ":";
 
     @BeforeAll
     static void startCluster() throws Exception {
@@ -70,14 +75,15 @@ class RedisClusterDedupStoreTest extends DedupStoreContract {
     }
 
     @Override
-    protected DedupStore createStore(ManualTicker ticker) {
-        return PROVIDER.create(RedisDedupStoreTest.config(nodes.get(0).url(), PREFIX).with("cluster", true),
+    protected InspectableDedupStore createInspectableStore(ManualTicker ticker) {
+        return (InspectableDedupStore) PROVIDER.create(
+                RedisDedupStoreTest.config(nodes.get(0).url(), prefix).with("cluster", true),
                 new StoreContext(ticker));
     }
 
     @Override
     protected void advanceStoreClock(Duration duration) {
-        keyspace.advance(RedisKeyspace.glob(PREFIX, namespace()), duration);
+        keyspace.advance(RedisKeyspace.glob(prefix, namespace()), duration);
     }
 
     @Override
@@ -86,7 +92,7 @@ class RedisClusterDedupStoreTest extends DedupStoreContract {
     }
 
     @Test
-    void batchSpreadOverEveryNodeIsClaimedInOneCallAndRepeatsAcquireOnce() throws Exception {
+    void batchSpreadOverEveryNodeIsClaimedInOneCallRepeatsAcquireOnceAndStatsCountEveryNode() throws Exception {
         List<ClaimRequest> batch = new ArrayList<>();
         for (int i = 0; i < 300; i++) {
             batch.add(new ClaimRequest(key("order-" + i % 200), null, LEASE, CLAIM_RETENTION));
@@ -98,17 +104,18 @@ class RedisClusterDedupStoreTest extends DedupStoreContract {
         assertThat(results.subList(200, 300)).allSatisfy(r -> assertThat(r).isInstanceOf(InProgress.class));
         for (RedisServerProcess node : nodes) {
             try (RedisKeyspace one = RedisKeyspace.standalone(node.url())) {
-                assertThat(one.keys(RedisKeyspace.glob(PREFIX, namespace()))).as("keys on node %s", node.port())
+                assertThat(one.keys(RedisKeyspace.glob(prefix, namespace()))).as("keys on node %s", node.port())
                         .isNotEmpty();
             }
         }
+        assertThat(inspectable().stats()).as("counted on every master").isEqualTo(new StoreStats(200, 0, false));
     }
 
     @Test
     void toStringSaysCluster() {
-        try (DedupStore store = createStore(new ManualTicker())) {
+        try (DedupStore store = createInspectableStore(new ManualTicker())) {
             assertThat(store.toString()).isEqualTo("RedisDedupStore[" + nodes.get(0).url() + " (cluster), key-prefix="
-                    + PREFIX + "]");
+                    + prefix + "]");
         }
     }
 

@@ -8,10 +8,12 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
-import dev.idem.testkit.DedupStoreContract;
+import dev.idem.spi.StoreStats;
+import dev.idem.testkit.InspectableDedupStoreContract;
 import dev.idem.testkit.ManualTicker;
 import dev.idem.testkit.TestPluginConfig;
 import io.lettuce.core.ScriptOutputType;
@@ -24,10 +26,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** The store against a real Redis: the whole contract, plus what is particular to Redis. */
-class RedisDedupStoreTest extends DedupStoreContract {
+class RedisDedupStoreTest extends InspectableDedupStoreContract {
 
     private static final RedisDedupStoreProvider PROVIDER = new RedisDedupStoreProvider();
-    private static final String PREFIX = "idem-test-" + UUID.randomUUID().toString().substring(0, 8) + ":";
+    /** Every key of this class starts with it; each test adds a part of its own, so stats see only its keys. */
+    private static final String CLASS_PREFIX = "idem-test-" + UUID.randomUUID().toString().substring(0, 8) + "-";
+
+    private final String prefix = CLASS_PREFIX + UUID.randomUUID().toString().substring(0, 8) + ":";
 
     private static String url;
     private static RedisKeyspace keyspace;
@@ -41,7 +46,7 @@ class RedisDedupStoreTest extends DedupStoreContract {
     @AfterAll
     static void deleteThisClassesKeys() {
         if (keyspace != null) {
-            keyspace.deleteAll(RedisKeyspace.glob(PREFIX));
+            keyspace.deleteAll(RedisKeyspace.glob(CLASS_PREFIX));
             keyspace.close();
         }
     }
@@ -53,13 +58,13 @@ class RedisDedupStoreTest extends DedupStoreContract {
     }
 
     @Override
-    protected DedupStore createStore(ManualTicker ticker) {
-        return PROVIDER.create(config(url, PREFIX), new StoreContext(ticker));
+    protected InspectableDedupStore createInspectableStore(ManualTicker ticker) {
+        return (InspectableDedupStore) PROVIDER.create(config(url, prefix), new StoreContext(ticker));
     }
 
     @Override
     protected void advanceStoreClock(Duration duration) {
-        keyspace.advance(RedisKeyspace.glob(PREFIX, namespace()), duration);
+        keyspace.advance(RedisKeyspace.glob(prefix, namespace()), duration);
     }
 
     /** Real milliseconds pass on the server between a test's calls; this leaves room for a slow CI run. */
@@ -75,7 +80,7 @@ class RedisDedupStoreTest extends DedupStoreContract {
         StoreKey key = key("order-42");
         Acquired owner = claim(key, "sha256:aa");
 
-        String name = PREFIX + namespace().length() + ":" + namespace() + ":order-42";
+        String name = prefix + namespace().length() + ":" + namespace() + ":order-42";
         String value = get(name);
         assertThat(value).startsWith("C|" + owner.token() + "|1|").endsWith("|300000|=sha256:aa");
 
@@ -87,7 +92,7 @@ class RedisDedupStoreTest extends DedupStoreContract {
     void claimLivesForLeasePlusClaimRetentionAndCompletedKeyForRetention() {
         StoreKey key = key("order-1");
         Acquired owner = claim(key, null);
-        byte[] name = new RedisKeys(PREFIX).encode(key);
+        byte[] name = new RedisKeys(prefix).encode(key);
 
         assertThat(keyspace.redis().pttl(name)).isBetween(LEASE.plus(CLAIM_RETENTION).minusSeconds(5).toMillis(),
                 LEASE.plus(CLAIM_RETENTION).toMillis());
@@ -100,7 +105,7 @@ class RedisDedupStoreTest extends DedupStoreContract {
     void renewSetsTheTtlToTheNewLeasePlusTheClaimRetention() {
         StoreKey key = key("order-1");
         Acquired owner = claim(key, null);
-        byte[] name = new RedisKeys(PREFIX).encode(key);
+        byte[] name = new RedisKeys(prefix).encode(key);
 
         assertThat(store().renew(key, owner.token(), Duration.ofMinutes(10))).isTrue();
 
@@ -111,14 +116,14 @@ class RedisDedupStoreTest extends DedupStoreContract {
     @Test
     void completeWithZeroRetentionForgetsTheKeyAtOnce() {
         // On a store of its own: the contract's invariant checks count only a release as ending a claim.
-        try (DedupStore store = createStore(new ManualTicker())) {
+        try (DedupStore store = createInspectableStore(new ManualTicker())) {
             StoreKey key = key("order-1");
             ClaimRequest request = new ClaimRequest(key, null, LEASE, CLAIM_RETENTION);
             Acquired owner = (Acquired) store.claim(List.of(request)).get(0);
 
             assertThat(store.complete(key, owner.token(), Duration.ZERO)).isTrue();
 
-            assertThat(keyspace.redis().exists(new RedisKeys(PREFIX).encode(key))).isZero();
+            assertThat(keyspace.redis().exists(new RedisKeys(prefix).encode(key))).isZero();
             assertThat(store.claim(List.of(request)).get(0)).isInstanceOfSatisfying(Acquired.class,
                     again -> assertThat(again.attempt()).isEqualTo(1));
         }
@@ -165,7 +170,7 @@ class RedisDedupStoreTest extends DedupStoreContract {
     void claimSentAgainWithItsOwnTokenIsAcquiredAgainNotInProgress() {
         // Lettuce sends a command again after a reconnect if its reply was lost; the claim must not then
         // find itself in the way.
-        byte[] name = new RedisKeys(PREFIX).encode(key("order-1"));
+        byte[] name = new RedisKeys(prefix).encode(key("order-1"));
         byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0]};
         byte[] script = LuaScript.named("claim").text();
 
@@ -179,7 +184,7 @@ class RedisDedupStoreTest extends DedupStoreContract {
     @Test
     void valueWrittenUnderThePrefixByAnotherApplicationIsANonRetriableError() {
         StoreKey key = key("order-1");
-        keyspace.redis().set(new RedisKeys(PREFIX).encode(key), ascii("not ours"));
+        keyspace.redis().set(new RedisKeys(prefix).encode(key), ascii("not ours"));
 
         assertThatThrownBy(() -> store().claim(List.of(new ClaimRequest(key, null, LEASE, CLAIM_RETENTION))))
                 .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.retriable()).isFalse())
@@ -188,12 +193,46 @@ class RedisDedupStoreTest extends DedupStoreContract {
                 .hasMessageContaining("give Idem a prefix of its own");
     }
 
+    // ---------------------------------------------------------------- operator view
+
+    @Test
+    void statsPageThroughTheKeyspaceAndStopAtTheirBounds() {
+        for (int i = 0; i < 30; i++) {
+            claim(key("order-" + i), null);
+        }
+        RedisDedupStore store = (RedisDedupStore) inspectable();
+
+        assertThat(store.stats(1, Long.MAX_VALUE, Duration.ofMinutes(1))).as("one key per SCAN call, to the end")
+                .isEqualTo(new StoreStats(30, 0, false));
+        assertThat(store.stats(1, Long.MAX_VALUE, Duration.ZERO)).as("out of time after the first call")
+                .satisfies(stats -> assertThat(stats.truncated()).isTrue())
+                .satisfies(stats -> assertThat(stats.claimed()).isLessThan(30));
+        assertThat(store.stats(1, 1, Duration.ofMinutes(1))).as("out of keys after the first that matched")
+                .satisfies(stats -> assertThat(stats.truncated()).isTrue())
+                .satisfies(stats -> assertThat(stats.claimed()).isLessThan(30));
+    }
+
+    @Test
+    void valueWrittenUnderThePrefixByAnotherApplicationFailsInspectionAndStats() {
+        StoreKey key = key("order-1");
+        keyspace.redis().set(new RedisKeys(prefix).encode(key), ascii("not ours"));
+
+        assertThatThrownBy(() -> inspectable().inspect(key))
+                .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.retriable()).isFalse())
+                .hasMessageContaining("refused an inspection of key 'order-1'")
+                .hasMessageContaining("give Idem a prefix of its own");
+        assertThatThrownBy(() -> inspectable().stats())
+                .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.retriable()).isFalse())
+                .hasMessageContaining("is not an Idem record")
+                .hasMessageContaining("give Idem a prefix of its own");
+    }
+
     @Test
     void healthCheckPassesAndToStringNamesTheServerAndPrefix() {
         store().checkHealth();
 
-        try (DedupStore other = createStore(new ManualTicker())) {
-            assertThat(other.toString()).isEqualTo("RedisDedupStore[" + url + ", key-prefix=" + PREFIX + "]");
+        try (DedupStore other = createInspectableStore(new ManualTicker())) {
+            assertThat(other.toString()).isEqualTo("RedisDedupStore[" + url + ", key-prefix=" + prefix + "]");
         }
     }
 

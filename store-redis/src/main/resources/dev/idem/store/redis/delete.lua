@@ -1,0 +1,11 @@
+-- Removes KEYS[1] whatever its state, for an operator: its owner, if any, is fenced out.
+-- Reply: 1 if it was claimed with a live lease or completed, 0 if absent or its claim's lease had run out.
+local held = record(KEYS[1])
+if not held then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+if held.state == 'D' or held.lease_until > now_us() then
+  return 1
+end
+return 0
