@@ -1,0 +1,18 @@
+package dev.idem.adapter.activemq;
+
+import dev.idem.spi.DeliveryListener;
+
+/** What a {@link SessionWorker} needs from its subscription. */
+interface SubscriptionContext {
+
+    JmsDestination source();
+
+    JmsDestination deadLetter();
+
+    DeliveryListener listener();
+
+    Publishers publishers();
+
+    /** The worker's session failed for good (no {@code failover:} transport, or the broker refused). */
+    void failed(SessionWorker worker, Exception cause);
+}

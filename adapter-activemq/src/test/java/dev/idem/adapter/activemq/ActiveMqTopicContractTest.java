@@ -1,0 +1,31 @@
+package dev.idem.adapter.activemq;
+
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.SubscriptionRequest;
+import dev.idem.testkit.BrokerAdapterContract;
+import java.util.UUID;
+
+/**
+ * The broker contract on topics, through durable subscriptions named after the pipeline. A durable
+ * subscription keeps only what is published after it exists, so each destination is subscribed once (and the
+ * subscription closed) before the test publishes.
+ */
+class ActiveMqTopicContractTest extends BrokerAdapterContract {
+
+    @Override
+    protected BrokerAdapter createAdapter() {
+        return TestBroker.shared().adapter();
+    }
+
+    @Override
+    protected String newDestination() {
+        return "topic://idem-contract-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    @Override
+    protected void prepareDestination(BrokerAdapter adapter, String destination) {
+        // The contract's receivers subscribe as pipeline "contract-<destination>".
+        adapter.subscribe(new SubscriptionRequest("contract-" + destination, destination, 100, null), batch -> {
+        }).close();
+    }
+}
