@@ -178,10 +178,11 @@ public final class IdemRuntime implements AutoCloseable {
         return new PluginSpecs() {
             @Override
             public Optional<ConfigSpec> spec(Kind kind, String id) {
-                if ((kind == Kind.BROKER && b.brokers.containsKey(id)) || (kind == Kind.STORE && b.stores.containsKey(id))) {
-                    return Optional.of(ConfigSpec.empty());
-                }
-                return registry.spec(kind, id);
+                Optional<ConfigSpec> discovered = registry.spec(kind, id);
+                boolean given = (kind == Kind.BROKER && b.brokers.containsKey(id))
+                        || (kind == Kind.STORE && b.stores.containsKey(id));
+                // An instance given under a discovered plugin's id keeps that plugin's keys valid.
+                return given && discovered.isEmpty() ? Optional.of(ConfigSpec.empty()) : discovered;
             }
 
             @Override

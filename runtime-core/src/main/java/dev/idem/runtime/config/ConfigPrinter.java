@@ -44,6 +44,10 @@ public final class ConfigPrinter {
         root.put(ConfigLoader.PIPELINES, pipelines);
         Map<String, Object> runtime = new LinkedHashMap<>();
         runtime.put(RuntimeConfigSpecs.SHUTDOWN_TIMEOUT.name(), config.runtime().shutdownTimeout());
+        runtime.put(RuntimeConfigSpecs.SUMMARY_INTERVAL.name(), config.runtime().summaryInterval());
+        runtime.put(RuntimeConfigSpecs.HTTP_ENABLED.name(), config.runtime().http().enabled());
+        runtime.put(RuntimeConfigSpecs.HTTP_HOST.name(), config.runtime().http().host());
+        runtime.put(RuntimeConfigSpecs.HTTP_PORT.name(), config.runtime().http().port());
         root.put(ConfigLoader.RUNTIME, nested(RuntimeConfigSpecs.RUNTIME, runtime::get));
         try {
             return YAML.writeValueAsString(root);

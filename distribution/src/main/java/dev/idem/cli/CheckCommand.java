@@ -1,0 +1,75 @@
+package dev.idem.cli;
+
+import dev.idem.runtime.Idem;
+import dev.idem.runtime.config.ConfigPrinter;
+import dev.idem.runtime.config.PluginSpecs.Kind;
+import dev.idem.runtime.plugin.PluginDescriptor;
+import java.io.PrintWriter;
+import java.security.CodeSource;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code idem check}: everything {@code idem run} does before it connects — plugins discovered, the
+ * configuration validated against their declared keys, each pipeline's handler created from its JAR —
+ * then prints what it found, secrets masked. Exit 0, or 2 with every problem.
+ */
+@Command(name = "check", mixinStandardHelpOptions = true,
+        description = {"Validates the configuration and the handlers without consuming anything.",
+                "Prints the broker, the store, the pipelines and their handlers; exit 0, or 2 with every problem."})
+final class CheckCommand implements Callable<Integer> {
+
+    @Mixin
+    IdemCommand.Common common;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        try (Setup setup = common.open()) {
+            Idem.Validated validated = setup.builder().validate();
+            out.println("Configuration " + setup.home.show(setup.configFile) + " is valid.");
+            out.println();
+            out.println("Broker: " + describe(validated, Kind.BROKER, validated.config().broker().type()));
+            out.println("Store:  " + describe(validated, Kind.STORE, validated.config().store().type()));
+            out.println("Pipelines:");
+            for (Map.Entry<String, Class<?>> handler : validated.handlers().entrySet()) {
+                var pipeline = validated.config().pipelines().get(handler.getKey());
+                out.println("  " + handler.getKey() + ": consumes '" + pipeline.source() + "', handler "
+                        + handler.getValue().getName() + " from " + location(setup, handler.getValue()));
+            }
+            out.println();
+            out.println("Effective configuration (defaults filled in, secrets masked):");
+            out.print(ConfigPrinter.print(validated.config()));
+            out.flush();
+            return Main.OK;
+        }
+    }
+
+    private static String describe(Idem.Validated validated, Kind kind, String id) {
+        for (PluginDescriptor plugin : validated.plugins()) {
+            if (plugin.kind() == kind && plugin.id().equals(id)) {
+                return id + " (version " + plugin.version() + ", from " + plugin.location() + ")";
+            }
+        }
+        return id;
+    }
+
+    private static String location(Setup setup, Class<?> type) {
+        CodeSource source = type.getProtectionDomain().getCodeSource();
+        if (source == null || source.getLocation() == null) {
+            return "the class path";
+        }
+        try {
+            return setup.home.show(java.nio.file.Path.of(source.getLocation().toURI()));
+        } catch (java.net.URISyntaxException | IllegalArgumentException e) {
+            return source.getLocation().toString();
+        }
+    }
+}

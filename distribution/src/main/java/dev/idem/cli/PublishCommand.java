@@ -1,0 +1,210 @@
+package dev.idem.cli;
+
+import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.runtime.plugin.PluginRegistry;
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.BrokerAdapterProvider;
+import dev.idem.spi.OutboundMessage;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code idem publish}: sends messages to the configured broker through its adapter, each confirmed by
+ * the broker before it counts. Every message carries a {@code message-id} header (the default ID
+ * extraction reads it) and the same broker message ID where the broker lets the sender set one.
+ */
+@Command(name = "publish", mixinStandardHelpOptions = true,
+        description = {"Sends messages to the configured broker, each confirmed before it counts.",
+                "Templates (--id, --key, --payload, file lines) may use {n}, the message's number, and {id}."})
+final class PublishCommand implements Callable<Integer> {
+
+    static final String DEFAULT_PAYLOAD = "{\"orderId\":\"order-{n}\",\"event\":\"paid\",\"amount\":\"10.00\"}";
+
+    @Mixin
+    IdemCommand.Common common;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--to", paramLabel = "DESTINATION",
+            description = "The topic or queue (default: the source of the only pipeline).")
+    String destination;
+
+    @Option(names = "--id", paramLabel = "ID", defaultValue = "msg-",
+            description = "The message ID; with --count, a prefix numbered from 1 (default: ${DEFAULT-VALUE}).")
+    String id;
+
+    @Option(names = "--key", paramLabel = "KEY", description = "The message key (Kafka key, AMQP routing key).")
+    String key;
+
+    @Option(names = "--header", paramLabel = "NAME=VALUE", description = "A header; repeatable.")
+    Map<String, String> headers = new LinkedHashMap<>();
+
+    @Option(names = "--count", paramLabel = "N", defaultValue = "1", description = "How many messages (default: 1).")
+    int count;
+
+    @Option(names = "--duplicates", paramLabel = "PCT", defaultValue = "0",
+            description = "Percent of the messages that repeat another one's ID and payload (default: 0).")
+    int duplicates;
+
+    @Option(names = "--payload", paramLabel = "TEXT", description = "The payload template (default: an order-paid event).")
+    String payload;
+
+    @Option(names = "--file", paramLabel = "FILE", description = "Payload templates, one per line, used in turn.")
+    Path file;
+
+    @Option(names = "--threads", paramLabel = "N", defaultValue = "1",
+            description = "Publishing threads; order is kept only with 1 (default: 1).")
+    int threads;
+
+    @Option(names = "--seed", paramLabel = "N", defaultValue = "42", description = "Seed for placing the duplicates.")
+    long seed;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        List<String> templates = templates();
+        try (Setup setup = common.open()) {
+            PluginRegistry registry = setup.plugins();
+            IdemConfig config = setup.config(registry);
+            String to = destination != null ? destination : onlySource(config);
+            List<MessagePlan.Planned> plan = MessagePlan.plan(count, duplicates, id, templates, key, seed);
+            BrokerAdapterProvider provider = registry.broker(config.broker().type());
+            try (BrokerAdapter broker = Setup.inPluginContext(provider, () -> provider.create(config.broker().config()))) {
+                long started = System.nanoTime();
+                publish(broker, to, plan, new Progress(spec.commandLine().getErr(), plan.size()));
+                double seconds = (System.nanoTime() - started) / 1e9;
+                long repeats = plan.stream().filter(MessagePlan.Planned::repeat).count();
+                out.printf("Published %,d message(s) to '%s' (%,d unique IDs, %,d repeats) in %.1fs (%,.0f msg/s)%n",
+                        plan.size(), to, plan.size() - repeats, repeats, seconds, plan.size() / Math.max(seconds, 1e-9));
+                out.flush();
+            }
+        }
+        return Main.OK;
+    }
+
+    static String onlySource(IdemConfig config) {
+        List<String> sources = config.pipelines().values().stream().map(PipelineConfig::source).distinct().toList();
+        if (sources.size() != 1) {
+            throw new Main.CommandFailed("Say where to publish with --to DESTINATION; the configured pipelines consume "
+                    + sources);
+        }
+        return sources.get(0);
+    }
+
+    private List<String> templates() throws IOException {
+        if (file != null && payload != null) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "Give --payload or --file, not both");
+        }
+        if (file != null) {
+            List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8).stream()
+                    .filter(l -> !l.isBlank()).toList();
+            if (lines.isEmpty()) {
+                throw new Main.CommandFailed("--file " + file + " holds no non-blank line to send");
+            }
+            return lines;
+        }
+        return List.of(payload != null ? payload : DEFAULT_PAYLOAD);
+    }
+
+    private void publish(BrokerAdapter broker, String to, List<MessagePlan.Planned> plan, Progress progress)
+            throws InterruptedException, ExecutionException {
+        AtomicInteger next = new AtomicInteger();
+        Callable<Void> worker = () -> {
+            for (int i = next.getAndIncrement(); i < plan.size(); i = next.getAndIncrement()) {
+                MessagePlan.Planned m = plan.get(i);
+                broker.publish(to, new OutboundMessage(m.id(), m.key(), MessagePlan.headers(headers, m), m.payload()));
+                progress.sent();
+            }
+            return null;
+        };
+        if (threads <= 1) {
+            try {
+                worker.call();
+            } catch (RuntimeException | InterruptedException | ExecutionException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new ExecutionException(e);
+            } finally {
+                progress.done();
+            }
+            return;
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<Void>> running = new java.util.ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                running.add(pool.submit(worker));
+            }
+            for (Future<Void> f : running) {
+                f.get();
+            }
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw e;
+        } finally {
+            pool.shutdownNow();
+            progress.done();
+        }
+    }
+
+    /** A progress bar on a terminal for 1,000 messages or more; silent otherwise. */
+    static final class Progress {
+        private final PrintWriter err;
+        private final int total;
+        private final boolean shown;
+        private final AtomicInteger sent = new AtomicInteger();
+        private final long started = System.nanoTime();
+        private volatile int lastPercent = -1;
+
+        Progress(PrintWriter err, int total) {
+            this.err = err;
+            this.total = total;
+            this.shown = total >= 1000 && System.console() != null;
+        }
+
+        void sent() {
+            int n = sent.incrementAndGet();
+            if (!shown) {
+                return;
+            }
+            int percent = (int) (100L * n / total);
+            if (percent != lastPercent) {
+                lastPercent = percent;
+                double rate = n / Math.max((System.nanoTime() - started) / 1e9, 1e-9);
+                synchronized (err) {
+                    err.printf("\r[%-40s] %3d%% %,d/%,d %,.0f msg/s", "#".repeat(percent * 40 / 100), percent, n, total,
+                            rate);
+                    err.flush();
+                }
+            }
+        }
+
+        void done() {
+            if (shown) {
+                err.println();
+                err.flush();
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+package dev.idem.cli;
+
+import dev.idem.runtime.IdemRuntime;
+import dev.idem.runtime.config.RuntimeSettings;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+
+/**
+ * {@code idem run}: starts the configured pipelines and runs until SIGTERM or SIGINT, which stop it
+ * gracefully: no new messages, in-flight handlers finish until {@code runtime.shutdown-timeout}, what
+ * is left is released and handed back unacknowledged, offsets and acks are flushed.
+ */
+@Command(name = "run", mixinStandardHelpOptions = true,
+        description = {"Runs the configured pipelines until stopped.",
+                "SIGTERM or SIGINT (Ctrl-C) stop gracefully within runtime.shutdown-timeout."})
+final class RunCommand implements Callable<Integer> {
+
+    private static final Logger log = LoggerFactory.getLogger(RunCommand.class);
+
+    @Mixin
+    IdemCommand.Common common;
+
+    @Override
+    public Integer call() throws InterruptedException {
+        Setup setup = common.open();
+        PrometheusMeterRegistry registry = Metrics.prometheus();
+        IdemRuntime runtime = setup.builder().meterRegistry(registry).start();
+        RuntimeSettings settings = runtime.config().runtime();
+        OpsServer ops;
+        try {
+            ops = settings.http().enabled()
+                    ? OpsServer.start(settings.http().host(), settings.http().port(), runtime, registry) : null;
+        } catch (RuntimeException e) {
+            runtime.close();
+            throw e;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            log.info("Stopping: finishing in-flight messages (at most {})", settings.shutdownTimeout());
+            boolean drained = runtime.stop(settings.shutdownTimeout());
+            if (ops != null) {
+                ops.close();
+            }
+            setup.close();
+            log.info(drained ? "Stopped; every in-flight message finished"
+                    : "Stopped; unfinished messages were released and handed back to the broker");
+            stopped.countDown();
+        }, "idem-shutdown"));
+        log.info("Idem is running (configuration {}); stop it with SIGTERM or Ctrl-C", setup.home.show(setup.configFile));
+        stopped.await();
+        return Main.OK;
+    }
+}

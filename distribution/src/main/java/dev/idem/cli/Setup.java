@@ -1,0 +1,110 @@
+package dev.idem.cli;
+
+import dev.idem.runtime.Idem;
+import dev.idem.runtime.config.ConfigLoader;
+import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.plugin.IsolatedClassLoader;
+import dev.idem.runtime.plugin.PluginDirectories;
+import dev.idem.runtime.plugin.PluginRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * What every command starts from: the configuration file, one isolated class loader per plugin folder
+ * and per handler JAR, and the environment {@code ${VAR}} resolves against ({@code IDEM_HOME} included).
+ * Closing it closes the loaders.
+ */
+final class Setup implements AutoCloseable {
+
+    final Home home;
+    final Path configFile;
+    final Map<String, String> env;
+    private final List<IsolatedClassLoader> pluginLoaders;
+    private final List<IsolatedClassLoader> handlerLoaders;
+
+    private Setup(Home home, Path configFile, Map<String, String> env, List<IsolatedClassLoader> pluginLoaders,
+            List<IsolatedClassLoader> handlerLoaders) {
+        this.home = home;
+        this.configFile = configFile;
+        this.env = env;
+        this.pluginLoaders = pluginLoaders;
+        this.handlerLoaders = handlerLoaders;
+    }
+
+    /**
+     * @param config the file the user named, or null for {@code conf/idem.yaml} under the home
+     * @throws dev.idem.spi.ConfigException if the file does not exist
+     * @throws dev.idem.spi.PluginException naming every unreadable plugin or handler JAR
+     */
+    static Setup open(Home home, Path config) {
+        return open(home, config, true);
+    }
+
+    /** As {@link #open(Home, Path)}; with {@code configRequired} false a missing file is not an error. */
+    static Setup open(Home home, Path config, boolean configRequired) {
+        Path file = config != null ? config.toAbsolutePath().normalize() : home.defaultConfig();
+        if (configRequired && !Files.isRegularFile(file)) {
+            throw new dev.idem.spi.ConfigException("Configuration file " + file + " does not exist. Pass --config FILE,"
+                    + " or run from an installation whose conf/idem.yaml exists");
+        }
+        Map<String, String> env = new HashMap<>(System.getenv());
+        env.putIfAbsent("IDEM_HOME", home.root().toString());
+        ClassLoader parent = Setup.class.getClassLoader();
+        List<IsolatedClassLoader> plugins = PluginDirectories.plugins(home.plugins(), parent);
+        List<IsolatedClassLoader> handlers = PluginDirectories.handlers(home.handlers(), parent);
+        return new Setup(home, file, Map.copyOf(env), plugins, handlers);
+    }
+
+    /** The runtime's own loader (built-in ID extractors) and each plugin folder's. */
+    List<ClassLoader> pluginLoaders() {
+        List<ClassLoader> loaders = new ArrayList<>();
+        loaders.add(Setup.class.getClassLoader());
+        loaders.addAll(pluginLoaders);
+        return loaders;
+    }
+
+    PluginRegistry plugins() {
+        return PluginRegistry.discover(pluginLoaders());
+    }
+
+    /** The validated configuration, read against the discovered plugins' declared keys. */
+    IdemConfig config(PluginRegistry registry) {
+        return ConfigLoader.load(configFile, env, registry);
+    }
+
+    Idem.Builder builder() {
+        return Idem.builder().configFile(configFile).env(env).pluginLoaders(pluginLoaders())
+                .handlerLoaders(handlerLoaders.isEmpty() ? List.of(Setup.class.getClassLoader()) : handlerLoaders);
+    }
+
+    /** Runs {@code action} with {@code plugin}'s loader as context class loader, as its client library expects. */
+    static <T> T inPluginContext(Object plugin, Supplier<T> action) {
+        Thread thread = Thread.currentThread();
+        ClassLoader previous = thread.getContextClassLoader();
+        thread.setContextClassLoader(plugin.getClass().getClassLoader());
+        try {
+            return action.get();
+        } finally {
+            thread.setContextClassLoader(previous);
+        }
+    }
+
+    @Override
+    public void close() {
+        List<IsolatedClassLoader> all = new ArrayList<>(handlerLoaders);
+        all.addAll(pluginLoaders);
+        for (IsolatedClassLoader loader : all) {
+            try {
+                loader.close();
+            } catch (IOException ignored) {
+                // The process is ending; an unclosed JAR handle is harmless.
+            }
+        }
+    }
+}

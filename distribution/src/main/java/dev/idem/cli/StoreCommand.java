@@ -1,0 +1,161 @@
+package dev.idem.cli;
+
+import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.plugin.PluginRegistry;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.StoreContext;
+import dev.idem.spi.StoreKey;
+import dev.idem.spi.StoreStats;
+import dev.idem.spi.StoredKey;
+import java.io.PrintWriter;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code idem store get|delete|stats}: an operator's view of the configured dedup store. Keys live in
+ * the namespace of their pipeline, so {@code --pipeline} says which (not needed with one pipeline).
+ */
+@Command(name = "store", mixinStandardHelpOptions = true,
+        description = "Shows or removes keys in the configured dedup store.",
+        subcommands = {StoreCommand.Get.class, StoreCommand.Delete.class, StoreCommand.Stats.class})
+final class StoreCommand implements Runnable {
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(spec.commandLine().getOut());
+    }
+
+    /** Options of the subcommands that address one key. */
+    static final class KeyOptions {
+        @Option(names = "--pipeline", paramLabel = "NAME", description = "The pipeline (key namespace) the ID belongs to.")
+        String pipeline;
+
+        @Parameters(paramLabel = "ID", description = "The idempotency key, as the pipeline extracted it.")
+        String id;
+
+        StoreKey key(IdemConfig config) {
+            String namespace = pipeline;
+            if (namespace == null) {
+                if (config.pipelines().size() != 1) {
+                    throw new Main.CommandFailed("Say which pipeline's key with --pipeline NAME; configured: "
+                            + config.pipelines().keySet());
+                }
+                namespace = config.pipelines().keySet().iterator().next();
+            } else if (!config.pipelines().containsKey(namespace)) {
+                throw new Main.CommandFailed("No pipeline '" + namespace + "' in the configuration; configured: "
+                        + config.pipelines().keySet());
+            }
+            return new StoreKey(namespace, id);
+        }
+    }
+
+    /** Opens the configured store, checks it offers an operator view, and runs {@code action} on it. */
+    static <T> T withStore(IdemCommand.Common common, Function<Opened, T> action) {
+        try (Setup setup = common.open()) {
+            PluginRegistry registry = setup.plugins();
+            IdemConfig config = setup.config(registry);
+            DedupStoreProvider provider = registry.store(config.store().type());
+            DedupStore store = Setup.inPluginContext(provider,
+                    () -> provider.create(config.store().config(), new StoreContext(System::nanoTime)));
+            try {
+                if (!(store instanceof InspectableDedupStore inspectable)) {
+                    throw new Main.CommandFailed("The dedup store '" + config.store().type() + "' offers no operator view"
+                            + " (it does not implement " + InspectableDedupStore.class.getName() + ")");
+                }
+                return action.apply(new Opened(config, inspectable));
+            } finally {
+                store.close();
+            }
+        }
+    }
+
+    record Opened(IdemConfig config, InspectableDedupStore store) {
+    }
+
+    @Command(name = "get", mixinStandardHelpOptions = true, description = "Shows a key's state in the store.")
+    static final class Get implements Callable<Integer> {
+        @Mixin
+        IdemCommand.Common common;
+        @Mixin
+        KeyOptions key;
+        @Spec
+        CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            PrintWriter out = spec.commandLine().getOut();
+            return withStore(common, opened -> {
+                StoreKey storeKey = key.key(opened.config());
+                Optional<StoredKey> found = opened.store().inspect(storeKey);
+                if (found.isEmpty()) {
+                    out.println(storeKey.namespace() + "/" + storeKey.id() + ": absent (never seen, released, or expired)");
+                } else {
+                    StoredKey k = found.get();
+                    out.println(storeKey.namespace() + "/" + storeKey.id() + ": " + k.state().name().toLowerCase()
+                            + ", attempts " + k.attempts()
+                            + (k.fingerprint() != null ? ", fingerprint " + k.fingerprint() : "")
+                            + (k.state() == StoredKey.State.CLAIMED ? ", lease until " : ", remembered until ")
+                            + k.expiresAt());
+                }
+                out.flush();
+                return Main.OK;
+            });
+        }
+    }
+
+    @Command(name = "delete", mixinStandardHelpOptions = true,
+            description = {"Removes a key, so a message with that ID is processed again.",
+                    "A consumer running the key's handler now loses its claim, as if its lease had run out."})
+    static final class Delete implements Callable<Integer> {
+        @Mixin
+        IdemCommand.Common common;
+        @Mixin
+        KeyOptions key;
+        @Spec
+        CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            PrintWriter out = spec.commandLine().getOut();
+            return withStore(common, opened -> {
+                StoreKey storeKey = key.key(opened.config());
+                boolean deleted = opened.store().delete(storeKey);
+                out.println(storeKey.namespace() + "/" + storeKey.id() + (deleted ? ": deleted" : ": was absent"));
+                out.flush();
+                return Main.OK;
+            });
+        }
+    }
+
+    @Command(name = "stats", mixinStandardHelpOptions = true, description = "Counts the keys claimed and completed.")
+    static final class Stats implements Callable<Integer> {
+        @Mixin
+        IdemCommand.Common common;
+        @Spec
+        CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            PrintWriter out = spec.commandLine().getOut();
+            return withStore(common, opened -> {
+                StoreStats stats = opened.store().stats();
+                out.printf("store '%s': %,d claimed, %,d completed%s%n", opened.config().store().type(), stats.claimed(),
+                        stats.completed(), stats.truncated() ? " (counting stopped early: at least these)" : "");
+                out.flush();
+                return Main.OK;
+            });
+        }
+    }
+}

@@ -1,0 +1,385 @@
+package dev.idem.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.adapter.kafka.EmbeddedKafka;
+import dev.idem.testkit.ExternalService;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The built distribution end to end, as separate OS processes: {@code idem publish} sends 10,000 orders of
+ * which 20 % repeat an ID, {@code idem run} consumes them with the example handler from {@code handlers/},
+ * and the handler's effects (ledger lines, or rows in the transactional mode) show one run per unique ID.
+ * With a {@code kill -9} mid-stream and a restart, no unique ID is lost and re-runs stay within the work
+ * in flight at the kill (none in the transactional mode). Each scenario prints its counts.
+ */
+class EndToEndIT {
+
+    private static final int MESSAGES = 10_000;
+    private static final int DUPLICATE_PERCENT = 20;
+    private static final int UNIQUE = MESSAGES - MESSAGES * DUPLICATE_PERCENT / 100;
+    private static final int MAX_IN_FLIGHT = 200;
+    private static final Duration PUBLISH_TIMEOUT = Duration.ofMinutes(3);
+    private static final Duration SETTLE_TIMEOUT = Duration.ofMinutes(3);
+
+    @TempDir
+    Path dir;
+
+    private final String run = UUID.randomUUID().toString().substring(0, 8);
+
+    // ------------------------------------------------------------------ ActiveMQ, embedded in idem itself
+
+    private static String embeddedActiveMq() {
+        return """
+                broker:
+                  type: activemq
+                  activemq:
+                    embedded: { enabled: true, data-directory: "${IDEM_HOME}/data/activemq" }
+                """;
+    }
+
+    @Test
+    void activeMqWithCaffeine() throws Exception {
+        scenario("ActiveMQ embedded + Caffeine", embeddedActiveMq(), "store: { type: caffeine }\n", "orders", false,
+                false).run();
+    }
+
+    @Test
+    void activeMqWithRedisSurvivesKillNine() throws Exception {
+        scenario("ActiveMQ embedded + Redis, kill -9", embeddedActiveMq(), redisStore(), "orders", false, true).run();
+    }
+
+    @Test
+    void activeMqWithTransactionalJdbcSurvivesKillNineWithoutReruns() throws Exception {
+        scenario("ActiveMQ embedded + JDBC (H2 file) transactional, kill -9", embeddedActiveMq(), h2Store(), "orders",
+                true, true).run();
+    }
+
+    // ------------------------------------------------------------------ Kafka, a KRaft broker in this JVM
+
+    @Test
+    void kafkaWithTransactionalPostgresSurvivesKillNineWithoutReruns() throws Exception {
+        EmbeddedKafka kafka = EmbeddedKafka.shared();
+        String topic = "orders-" + run;
+        kafka.createTopic(topic, 4);
+        try {
+            String broker = """
+                    broker:
+                      type: kafka
+                      kafka:
+                        bootstrap-servers: %s
+                        client: { session.timeout.ms: 6000, heartbeat.interval.ms: 1000 }
+                    """.formatted(kafka.bootstrapServers());
+            scenario("Kafka (4 partitions) + JDBC (PostgreSQL) transactional, kill -9", broker, postgresStore(), topic,
+                    true, true).run();
+        } finally {
+            kafka.deleteTopic(topic);
+            sql(postgresUrl() + "?user=postgres", "DROP SCHEMA IF EXISTS idem_e2e_" + run + " CASCADE");
+        }
+    }
+
+    @Test
+    void kafkaWithRedisSurvivesKillNine() throws Exception {
+        EmbeddedKafka kafka = EmbeddedKafka.shared();
+        String topic = "orders-" + run;
+        kafka.createTopic(topic, 4);
+        try {
+            String broker = """
+                    broker:
+                      type: kafka
+                      kafka:
+                        bootstrap-servers: %s
+                        client: { session.timeout.ms: 6000, heartbeat.interval.ms: 1000 }
+                    """.formatted(kafka.bootstrapServers());
+            scenario("Kafka (4 partitions) + Redis, kill -9", broker, redisStore(), topic, false, true).run();
+        } finally {
+            kafka.deleteTopic(topic);
+        }
+    }
+
+    // ------------------------------------------------------------------ RabbitMQ, the local server
+
+    @Test
+    void rabbitMqWithRedisSurvivesKillNine() throws Exception {
+        String uri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F",
+                "Start it with: rabbitmq-server -detached", null);
+        String queue = "idem-e2e-" + run;
+        String broker = """
+                broker:
+                  type: rabbitmq
+                  rabbitmq:
+                    uri: "%s"
+                    declare: true
+                """.formatted(uri);
+        try {
+            scenario("RabbitMQ + Redis, kill -9", broker, redisStore(), queue, false, true).run();
+        } finally {
+            deleteQueue(uri, queue);
+        }
+    }
+
+    @Test
+    void rabbitMqWithMariaDbJdbc() throws Exception {
+        String uri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F",
+                "Start it with: rabbitmq-server -detached", null);
+        String url = ExternalService.locate("MariaDB", "IDEM_TEST_MARIADB_URL", "jdbc:mariadb://127.0.0.1:3306/test",
+                "Start it with: start-stop-daemon --start --background --exec /usr/sbin/mariadbd", null);
+        String store = """
+                store:
+                  type: jdbc
+                  jdbc: { url: "%s", username: root, table: idem_e2e_%s }
+                """.formatted(url, run);
+        String broker = """
+                broker:
+                  type: rabbitmq
+                  rabbitmq:
+                    uri: "%s"
+                    declare: true
+                """.formatted(uri);
+        try {
+            scenario("RabbitMQ + JDBC (MariaDB)", broker, store, "idem-e2e-" + run, false, false).run();
+        } finally {
+            sql(url + "?user=root", "DROP TABLE IF EXISTS idem_e2e_" + run);
+            deleteQueue(uri, "idem-e2e-" + run);
+        }
+    }
+
+    // ------------------------------------------------------------------ stores
+
+    private String redisStore() {
+        String uri = ExternalService.locate("Redis", "IDEM_TEST_REDIS_URL", "redis://127.0.0.1:6379",
+                "Start it with: redis-server --daemonize yes", null);
+        return """
+                store:
+                  type: redis
+                  redis: { uri: "%s", key-prefix: "idem-e2e-%s:" }
+                """.formatted(uri, run);
+    }
+
+    private static String h2Store() {
+        return """
+                store:
+                  type: jdbc
+                  jdbc: { url: "jdbc:h2:file:${IDEM_HOME}/data/idem-store;AUTO_SERVER=TRUE" }
+                """;
+    }
+
+    private static String postgresUrl() {
+        return ExternalService.locate("PostgreSQL", "IDEM_TEST_POSTGRES_URL", "jdbc:postgresql://127.0.0.1:5432/test",
+                "Start it with: pg_ctlcluster 15 main start", null);
+    }
+
+    private String postgresStore() {
+        String url = postgresUrl();
+        String schema = "idem_e2e_" + run;
+        sql(url + "?user=postgres", "CREATE SCHEMA " + schema);
+        return """
+                store:
+                  type: jdbc
+                  jdbc: { url: "%s?currentSchema=%s", username: postgres }
+                """.formatted(url, schema);
+    }
+
+    // ------------------------------------------------------------------ one scenario
+
+    private Scenario scenario(String name, String broker, String store, String source, boolean transactional,
+            boolean killMidway) {
+        return new Scenario(name, broker, store, source, transactional, killMidway);
+    }
+
+    private final class Scenario {
+        final String name;
+        final String broker;
+        final String store;
+        final String source;
+        final boolean transactional;
+        final boolean killMidway;
+        final Installation idem = Installation.in(dir);
+        final int port = Installation.freePort();
+        final Path ledger;
+
+        Scenario(String name, String broker, String store, String source, boolean transactional, boolean killMidway) {
+            this.name = name;
+            this.broker = broker;
+            this.store = store;
+            this.source = source;
+            this.transactional = transactional;
+            this.killMidway = killMidway;
+            this.ledger = idem.home.resolve("data/order-payments.log");
+            idem.env.put("IDEM_ORDER_LEDGER", ledger.toString());
+        }
+
+        String config() {
+            return broker + store + """
+                    pipelines:
+                      orders:
+                        source: %s
+                        handler: dev.idem.examples.orders.%s
+                        transactional: %s
+                        concurrency: 8
+                        max-in-flight: %d
+                        lease: 5s
+                        retention: 1h
+                    runtime:
+                      summary-interval: 5s
+                      shutdown-timeout: 10s
+                      http: { port: %d }
+                    """.formatted(source, transactional ? "TransactionalOrderPaymentHandler" : "OrderPaymentHandler",
+                    transactional, MAX_IN_FLIGHT, port);
+        }
+
+        void run() throws Exception {
+            idem.writeConfig(config());
+            if (transactional) {
+                createHandlerTables();
+            }
+            Installation.Result published = idem.run(PUBLISH_TIMEOUT, "publish", "--count", Integer.toString(MESSAGES),
+                    "--duplicates", Integer.toString(DUPLICATE_PERCENT), "--id", "order-msg-", "--key", "order-{n}",
+                    "--threads", "4");
+            assertThat(published.exitCode()).as(published.toString()).isZero();
+            assertThat(published.out()).contains("Published 10,000 message(s)").contains("8,000 unique IDs");
+
+            Installation.Running first = idem.start("run");
+            long processedBeforeKill = 0;
+            Installation.Running last = first;
+            if (killMidway) {
+                waitFor(first, () -> first.outcomes(port).getOrDefault("processed", 0L) >= 2_500,
+                        "2,500 processed before the kill");
+                first.kill();
+                processedBeforeKill = effects().size();
+                last = idem.start("run");
+            }
+            Installation.Running running = last;
+            waitFor(running, () -> effects().size() == UNIQUE, UNIQUE + " unique IDs with an effect");
+            settle(running);
+            int exit = running.terminate(Duration.ofSeconds(60));
+            assertThat(exit).as("SIGTERM ends a graceful stop with 128+15\n" + running.log()).isEqualTo(143);
+            assertThat(running.log()).contains("Stopped;");
+
+            Map<String, Integer> runs = effects();
+            long reruns = runs.values().stream().mapToLong(n -> n - 1).sum();
+            System.out.printf("[e2e] %s: published %,d (%,d unique); %,d unique IDs with an effect, %,d re-runs%s%n",
+                    name, MESSAGES, UNIQUE, runs.size(), reruns,
+                    killMidway ? " after kill -9 with " + processedBeforeKill + " IDs done" : "");
+            for (int n = 1; n <= UNIQUE; n++) {
+                assertThat(runs).as("order-msg-%d was processed", n).containsKey("order-msg-" + n);
+            }
+            if (transactional || !killMidway) {
+                assertThat(reruns).as("handler re-runs").isZero();
+            } else {
+                assertThat(reruns).as("re-runs are bounded by the work in flight at the kill").isLessThanOrEqualTo(MAX_IN_FLIGHT);
+            }
+        }
+
+        /** Waits until the counters stop moving: the duplicates behind the last unique ID are settled too. */
+        private void settle(Installation.Running running) throws InterruptedException {
+            Map<String, Long> before = running.outcomes(port);
+            for (int stable = 0; stable < 3; ) {
+                Thread.sleep(1000);
+                Map<String, Long> now = running.outcomes(port);
+                stable = now.equals(before) ? stable + 1 : 0;
+                before = now;
+            }
+        }
+
+        /** Handler runs per message ID: ledger lines, or payment rows in the transactional mode. */
+        Map<String, Integer> effects() {
+            Map<String, Integer> runs = new HashMap<>();
+            if (transactional) {
+                try (Connection c = DriverManager.getConnection(jdbcUrl(), jdbcUser(), "");
+                        Statement s = c.createStatement();
+                        ResultSet rs = s.executeQuery("SELECT message_id, COUNT(*) FROM payment_events GROUP BY message_id")) {
+                    while (rs.next()) {
+                        runs.put(rs.getString(1), rs.getInt(2));
+                    }
+                } catch (SQLException e) {
+                    return runs;
+                }
+                return runs;
+            }
+            if (!Files.exists(ledger)) {
+                return runs;
+            }
+            try {
+                for (String line : Files.readAllLines(ledger, StandardCharsets.UTF_8)) {
+                    int tab = line.indexOf('\t');
+                    if (tab > 0) {
+                        runs.merge(line.substring(0, tab), 1, Integer::sum);
+                    }
+                }
+            } catch (IOException e) {
+                return runs;
+            }
+            return runs;
+        }
+
+        private String jdbcUrl() {
+            int start = store.indexOf("url: \"") + 6;
+            return store.substring(start, store.indexOf('"', start)).replace("${IDEM_HOME}", idem.home.toString());
+        }
+
+        private String jdbcUser() {
+            return store.contains("username: postgres") ? "postgres" : store.contains("username: root") ? "root" : "";
+        }
+
+        private void createHandlerTables() {
+            for (String ddl : List.of(
+                    "CREATE TABLE IF NOT EXISTS order_status (order_id VARCHAR(64) NOT NULL PRIMARY KEY,"
+                            + " status VARCHAR(16) NOT NULL)",
+                    "CREATE TABLE IF NOT EXISTS payment_events (message_id VARCHAR(512) NOT NULL, order_id VARCHAR(64)"
+                            + " NOT NULL, event VARCHAR(16) NOT NULL, amount DECIMAL(19, 2) NOT NULL,"
+                            + " outcome VARCHAR(32) NOT NULL)")) {
+                try (Connection c = DriverManager.getConnection(jdbcUrl(), jdbcUser(), "");
+                        Statement s = c.createStatement()) {
+                    s.execute(ddl);
+                } catch (SQLException e) {
+                    throw new AssertionError("Creating the handler's tables failed: " + e, e);
+                }
+            }
+        }
+    }
+
+    private static void waitFor(Installation.Running running, Supplier<Boolean> condition, String what)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + SETTLE_TIMEOUT.toNanos();
+        while (!condition.get()) {
+            assertThat(running.process.isAlive()).as("bin/idem run is alive while waiting for %s\n%s", what,
+                    running.log()).isTrue();
+            assertThat(System.nanoTime() - deadline).as("waiting for %s\n%s", what, running.log()).isNegative();
+            Thread.sleep(200);
+        }
+    }
+
+    private static void deleteQueue(String uri, String queue) throws Exception {
+        com.rabbitmq.client.ConnectionFactory factory = new com.rabbitmq.client.ConnectionFactory();
+        factory.setUri(uri);
+        try (com.rabbitmq.client.Connection c = factory.newConnection(); com.rabbitmq.client.Channel ch = c.createChannel()) {
+            ch.queueDelete(queue);
+            ch.queueDelete(queue + ".DLQ");
+        }
+    }
+
+    private static void sql(String url, String statement) {
+        try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
+            s.execute(statement);
+        } catch (SQLException e) {
+            throw new AssertionError(statement + " failed: " + e, e);
+        }
+    }
+}
