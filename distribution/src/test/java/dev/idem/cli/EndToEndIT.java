@@ -213,6 +213,7 @@ class EndToEndIT {
         final Installation idem = Installation.in(dir);
         final int port = Installation.freePort();
         final Path ledger;
+        volatile String lastReadProblem = "none";
 
         Scenario(String name, String broker, String store, String source, boolean transactional, boolean killMidway) {
             this.name = name;
@@ -260,13 +261,14 @@ class EndToEndIT {
             Installation.Running last = first;
             if (killMidway) {
                 waitFor(first, () -> first.outcomes(port).getOrDefault("processed", 0L) >= 2_500,
-                        "2,500 processed before the kill");
+                        () -> "2,500 processed before the kill");
                 first.kill();
                 processedBeforeKill = effects().size();
                 last = idem.start("run");
             }
             Installation.Running running = last;
-            waitFor(running, () -> effects().size() == UNIQUE, UNIQUE + " unique IDs with an effect");
+            waitFor(running, () -> effects().size() == UNIQUE, () -> UNIQUE + " unique IDs with an effect (now "
+                    + effects().size() + "; last problem reading them: " + lastReadProblem + ")");
             settle(running);
             int exit = running.terminate(Duration.ofSeconds(60));
             assertThat(exit).as("SIGTERM ends a graceful stop with 128+15\n" + running.log()).isEqualTo(143);
@@ -309,6 +311,7 @@ class EndToEndIT {
                         runs.put(rs.getString(1), rs.getInt(2));
                     }
                 } catch (SQLException e) {
+                    lastReadProblem = e.toString();
                     return runs;
                 }
                 return runs;
@@ -355,13 +358,13 @@ class EndToEndIT {
         }
     }
 
-    private static void waitFor(Installation.Running running, Supplier<Boolean> condition, String what)
+    private static void waitFor(Installation.Running running, Supplier<Boolean> condition, Supplier<String> what)
             throws InterruptedException {
         long deadline = System.nanoTime() + SETTLE_TIMEOUT.toNanos();
         while (!condition.get()) {
-            assertThat(running.process.isAlive()).as("bin/idem run is alive while waiting for %s\n%s", what,
+            assertThat(running.process.isAlive()).as("bin/idem run is alive while waiting for %s\n%s", what.get(),
                     running.log()).isTrue();
-            assertThat(System.nanoTime() - deadline).as("waiting for %s\n%s", what, running.log()).isNegative();
+            assertThat(System.nanoTime() - deadline).as("waiting for %s\n%s", what.get(), running.log()).isNegative();
             Thread.sleep(200);
         }
     }

@@ -88,6 +88,18 @@ class JdbcDedupStoreProviderTest {
         assertThat(dialect.driverUrl("jdbc:mariadb://h:3306/db")).isEqualTo("jdbc:mariadb://h:3306/db");
     }
 
+    /** Regression: with H2's default write delay, kill -9 lost completed keys whose messages were acked. */
+    @Test
+    void h2FileCommitsReachTheFileBeforeTheyReturnUnlessTheUrlSaysOtherwise() {
+        H2Dialect dialect = new H2Dialect("t");
+
+        assertThat(dialect.driverUrl("jdbc:h2:file:./data/idem;AUTO_SERVER=TRUE"))
+                .isEqualTo("jdbc:h2:file:./data/idem;AUTO_SERVER=TRUE;WRITE_DELAY=0");
+        assertThat(dialect.driverUrl("jdbc:h2:file:./data/idem;write_delay=100"))
+                .isEqualTo("jdbc:h2:file:./data/idem;write_delay=100");
+        assertThat(dialect.driverUrl("jdbc:h2:mem:test")).isEqualTo("jdbc:h2:mem:test");
+    }
+
     @Test
     void passwordsAreRedactedFromUrls() {
         assertThat(Failures.redact("jdbc:postgresql://h:5432/db?user=u&password=hunter2&ssl=true"))
