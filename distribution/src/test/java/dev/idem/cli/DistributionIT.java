@@ -61,6 +61,50 @@ class DistributionIT {
         assertThat(second.exitCode()).as(second.toString()).isZero();
         assertThat(second.out()).as("the store kept every key in data/ across the restart")
                 .contains("0 processed, 12 skipped as duplicates, 0 dead-lettered.");
+
+        Installation.Result stats = idem.run(TIMEOUT, "store", "stats");
+        assertThat(stats.out()).as(stats.toString()).contains("store 'jdbc': 0 claimed, 10 completed");
+        Installation.Result get = idem.run(TIMEOUT, "store", "get", "demo-order-3");
+        assertThat(get.out()).as(get.toString()).startsWith("orders/demo-order-3: completed, attempts 1");
+        Installation.Result delete = idem.run(TIMEOUT, "store", "delete", "--pipeline", "orders", "demo-order-3");
+        assertThat(delete.out()).as(delete.toString()).contains("orders/demo-order-3: deleted");
+        assertThat(idem.run(TIMEOUT, "store", "get", "demo-order-3").out()).contains("orders/demo-order-3: absent");
+
+        Installation.Result third = idem.run(TIMEOUT, "demo");
+        assertThat(third.out()).as("the deleted key is processed again, the rest still skipped")
+                .contains("1 processed, 11 skipped as duplicates, 0 dead-lettered.");
+    }
+
+    @Test
+    void runServesHealthAndMetricsAndStopsGracefullyOnSigterm() throws Exception {
+        Installation idem = Installation.in(dir);
+        int port = Installation.freePort();
+        String config = java.nio.file.Files.readString(idem.config())
+                .replace("runtime:\n", "runtime:\n  http.port: " + port + "\n");
+        idem.writeConfig(config);
+        Installation.Running running = idem.start("run");
+        try {
+            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).ignoreExceptions().until(() ->
+                    get(http, port, "/health/live").statusCode() == 200);
+            var ready = get(http, port, "/health/ready");
+            assertThat(ready.statusCode()).as(ready.body()).isEqualTo(200);
+            assertThat(ready.body()).contains("READY").contains("broker: up").contains("store: up")
+                    .contains("pipeline.orders: running");
+            var metrics = get(http, port, "/metrics");
+            assertThat(metrics.body()).contains("idem_messages_total{").contains("jvm_memory_used_bytes")
+                    .contains("idem_handler_duration_seconds");
+        } finally {
+            int exit = running.terminate(Duration.ofSeconds(60));
+            assertThat(exit).as(running.log()).isEqualTo(143);
+        }
+        assertThat(running.log()).contains("Stopped; every in-flight message finished");
+    }
+
+    private static java.net.http.HttpResponse<String> get(java.net.http.HttpClient http, int port, String path)
+            throws IOException, InterruptedException {
+        return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path))
+                .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
     }
 
     @Test
