@@ -3,6 +3,7 @@ package dev.idem.cli;
 import dev.idem.runtime.IdemRuntime;
 import dev.idem.runtime.config.IdemConfig;
 import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
@@ -78,7 +79,7 @@ final class DemoCommand implements Callable<Integer> {
             out.printf("Idem demo: broker '%s', store '%s', pipeline '%s' consuming '%s' with handler %s%n",
                     config.broker().type(), config.store().type(), pipeline.name(), pipeline.source(), pipeline.handler());
             out.flush();
-            try (BrokerAdapter broker = Setup.inPluginContext(provider, () -> provider.create(config.broker().config()));
+            try (BrokerAdapter broker = PluginContext.call(provider, () -> provider.create(config.broker().config()));
                     IdemRuntime runtime = setup.builder().broker(config.broker().type(), broker)
                             .outcomeListener((p, outcome, message, key) -> {
                                 if (FINAL.contains(outcome)) {

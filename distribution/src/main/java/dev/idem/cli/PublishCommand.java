@@ -2,6 +2,7 @@ package dev.idem.cli;
 
 import dev.idem.runtime.config.IdemConfig;
 import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
@@ -88,7 +89,7 @@ final class PublishCommand implements Callable<Integer> {
             String to = destination != null ? destination : onlySource(config);
             List<MessagePlan.Planned> plan = MessagePlan.plan(count, duplicates, id, templates, key, seed);
             BrokerAdapterProvider provider = registry.broker(config.broker().type());
-            try (BrokerAdapter broker = Setup.inPluginContext(provider, () -> provider.create(config.broker().config()))) {
+            try (BrokerAdapter broker = PluginContext.call(provider, () -> provider.create(config.broker().config()))) {
                 long started = System.nanoTime();
                 publish(broker, to, plan, new Progress(spec.commandLine().getErr(), plan.size()));
                 double seconds = (System.nanoTime() - started) / 1e9;

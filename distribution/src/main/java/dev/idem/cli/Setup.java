@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Supplier;
 
 /**
  * What every command starts from: the configuration file, one isolated class loader per plugin folder
@@ -83,17 +82,6 @@ final class Setup implements AutoCloseable {
                 .handlerLoaders(handlerLoaders.isEmpty() ? List.of(Setup.class.getClassLoader()) : handlerLoaders);
     }
 
-    /** Runs {@code action} with {@code plugin}'s loader as context class loader, as its client library expects. */
-    static <T> T inPluginContext(Object plugin, Supplier<T> action) {
-        Thread thread = Thread.currentThread();
-        ClassLoader previous = thread.getContextClassLoader();
-        thread.setContextClassLoader(plugin.getClass().getClassLoader());
-        try {
-            return action.get();
-        } finally {
-            thread.setContextClassLoader(previous);
-        }
-    }
 
     @Override
     public void close() {

@@ -1,6 +1,7 @@
 package dev.idem.cli;
 
 import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
@@ -67,7 +68,7 @@ final class StoreCommand implements Runnable {
             PluginRegistry registry = setup.plugins();
             IdemConfig config = setup.config(registry);
             DedupStoreProvider provider = registry.store(config.store().type());
-            DedupStore store = Setup.inPluginContext(provider,
+            DedupStore store = PluginContext.call(provider,
                     () -> provider.create(config.store().config(), new StoreContext(System::nanoTime)));
             try {
                 if (!(store instanceof InspectableDedupStore inspectable)) {

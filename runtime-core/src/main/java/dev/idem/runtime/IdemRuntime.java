@@ -9,6 +9,7 @@ import dev.idem.runtime.config.PluginSection;
 import dev.idem.runtime.config.PluginSpecs;
 import dev.idem.runtime.pipeline.Pipeline;
 import dev.idem.runtime.plugin.IsolatedClassLoader;
+import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
@@ -131,24 +132,24 @@ public final class IdemRuntime implements AutoCloseable {
         try {
             if (ownsStore) {
                 DedupStoreProvider provider = registry.store(config.store().type());
-                store = inPluginContext(provider,
+                store = PluginContext.call(provider,
                         () -> provider.create(config.store().config(), new StoreContext(b.storeTicker)));
             }
             broker = b.brokers.get(config.broker().type());
             ownsBroker = broker == null;
             if (ownsBroker) {
                 BrokerAdapterProvider provider = registry.broker(config.broker().type());
-                broker = inPluginContext(provider, () -> provider.create(config.broker().config()));
+                broker = PluginContext.call(provider, () -> provider.create(config.broker().config()));
             }
             for (PipelineConfig p : config.pipelines().values()) {
                 List<IdExtractor> chain = new ArrayList<>();
                 for (PluginSection section : p.idExtractors()) {
                     IdExtractorProvider provider = registry.idExtractor(section.type());
-                    chain.add(inPluginContext(provider, () -> provider.create(section.config())));
+                    chain.add(PluginContext.call(provider, () -> provider.create(section.config())));
                 }
                 Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chain, meters, b.outcomeListener);
                 BrokerAdapter adapter = broker;
-                inPluginContext(adapter, () -> {
+                PluginContext.call(adapter, () -> {
                     pipeline.start(adapter, scheduler);
                     return pipeline;
                 });
@@ -266,21 +267,6 @@ public final class IdemRuntime implements AutoCloseable {
         return loader == null ? "the JDK" : "the class path";
     }
 
-    /**
-     * Runs {@code action} with {@code plugin}'s class loader as the thread's context class loader, as
-     * clients that load classes by name (Kafka's, JDBC's DriverManager) expect; threads the plugin
-     * starts meanwhile inherit it.
-     */
-    private static <T> T inPluginContext(Object plugin, java.util.function.Supplier<T> action) {
-        Thread thread = Thread.currentThread();
-        ClassLoader previous = thread.getContextClassLoader();
-        thread.setContextClassLoader(plugin.getClass().getClassLoader());
-        try {
-            return action.get();
-        } finally {
-            thread.setContextClassLoader(previous);
-        }
-    }
 
     public IdemConfig config() {
         return config;
