@@ -71,8 +71,8 @@ final class DemoCommand implements Callable<Integer> {
             }
             PipelineConfig pipeline = config.pipelines().values().iterator().next();
             String prefix = fresh ? "demo-" + Long.toString(System.currentTimeMillis(), 36) + "-order-" : "demo-order-";
-            List<MessagePlan.Planned> plan = MessagePlan.plan(count, duplicates, prefix,
-                    List.of(PublishCommand.DEFAULT_PAYLOAD), null, 7);
+            List<MessagePlan.Planned> plan = MessagePlan.checked(spec, () -> MessagePlan.plan(count, duplicates, prefix,
+                    List.of(PublishCommand.DEFAULT_PAYLOAD), null, 7));
 
             ConcurrentLinkedQueue<Seen> seen = new ConcurrentLinkedQueue<>();
             BrokerAdapterProvider provider = registry.broker(config.broker().type());

@@ -53,6 +53,12 @@ public final class Main {
     }
 
     private static int report(Exception e, PrintWriter err) {
+        if (e instanceof CommandLine.ParameterException usage) {
+            err.println(usage.getMessage());
+            usage.getCommandLine().usage(err);
+            err.flush();
+            return INVALID;
+        }
         if (e instanceof ConfigException config) {
             err.println(config.problems().size() == 1 ? "Invalid configuration:" :
                     config.problems().size() + " configuration problems:");

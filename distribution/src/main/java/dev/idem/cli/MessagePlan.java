@@ -53,6 +53,15 @@ final class MessagePlan {
         return messages;
     }
 
+    /** Runs a {@link #plan} call, turning a bad count or percentage into a usage error of the command. */
+    static List<Planned> checked(picocli.CommandLine.Model.CommandSpec spec, java.util.function.Supplier<List<Planned>> plan) {
+        try {
+            return plan.get();
+        } catch (IllegalArgumentException e) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage(), e);
+        }
+    }
+
     static String fill(String template, int n, String id) {
         return template.replace("{n}", Integer.toString(n)).replace("{id}", id);
     }

@@ -87,7 +87,8 @@ final class PublishCommand implements Callable<Integer> {
             PluginRegistry registry = setup.plugins();
             IdemConfig config = setup.config(registry);
             String to = destination != null ? destination : onlySource(config);
-            List<MessagePlan.Planned> plan = MessagePlan.plan(count, duplicates, id, templates, key, seed);
+            List<MessagePlan.Planned> plan = MessagePlan.checked(spec,
+                    () -> MessagePlan.plan(count, duplicates, id, templates, key, seed));
             BrokerAdapterProvider provider = registry.broker(config.broker().type());
             try (BrokerAdapter broker = PluginContext.call(provider, () -> provider.create(config.broker().config()))) {
                 long started = System.nanoTime();

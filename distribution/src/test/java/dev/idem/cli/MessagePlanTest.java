@@ -1,0 +1,56 @@
+package dev.idem.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+class MessagePlanTest {
+
+    private static final List<String> ORDER = List.of("{\"orderId\":\"order-{n}\",\"id\":\"{id}\"}");
+
+    @Test
+    void aFifthOfTenThousandRepeatAnotherMessagesIdAndPayload() {
+        List<MessagePlan.Planned> plan = MessagePlan.plan(10_000, 20, "msg-", ORDER, "order-{n}", 42);
+
+        assertThat(plan).hasSize(10_000);
+        Map<String, List<MessagePlan.Planned>> byId = plan.stream()
+                .collect(Collectors.groupingBy(MessagePlan.Planned::id));
+        assertThat(byId).hasSize(8_000).containsKeys("msg-1", "msg-8000");
+        assertThat(plan.stream().filter(MessagePlan.Planned::repeat)).hasSize(2_000);
+        for (List<MessagePlan.Planned> copies : byId.values()) {
+            assertThat(copies).extracting(m -> new String(m.payload(), StandardCharsets.UTF_8))
+                    .as("every copy of an ID carries the same payload").containsOnly(
+                            new String(copies.get(0).payload(), StandardCharsets.UTF_8));
+            assertThat(copies).extracting(MessagePlan.Planned::key).containsOnly("order-" + copies.get(0).number());
+        }
+        assertThat(new String(byId.get("msg-7").get(0).payload(), StandardCharsets.UTF_8))
+                .isEqualTo("{\"orderId\":\"order-7\",\"id\":\"msg-7\"}");
+    }
+
+    @Test
+    void theSameSeedGivesTheSameOrder() {
+        Function<Long, List<String>> ids = seed -> MessagePlan.plan(100, 30, "m-", ORDER, null, seed).stream()
+                .map(MessagePlan.Planned::id).toList();
+        assertThat(ids.apply(7L)).isEqualTo(ids.apply(7L)).isNotEqualTo(ids.apply(8L));
+    }
+
+    @Test
+    void aSingleMessageKeepsTheIdAsGiven() {
+        assertThat(MessagePlan.plan(1, 0, "order-17", ORDER, null, 1)).extracting(MessagePlan.Planned::id)
+                .containsExactly("order-17");
+    }
+
+    @Test
+    void countAndPercentageAreChecked() {
+        assertThatThrownBy(() -> MessagePlan.plan(0, 0, "m-", ORDER, null, 1))
+                .hasMessage("--count must be at least 1: 0");
+        assertThatThrownBy(() -> MessagePlan.plan(10, 101, "m-", ORDER, null, 1))
+                .hasMessage("--duplicates must be a percentage from 0 to 100: 101");
+    }
+}
