@@ -1,0 +1,162 @@
+package dev.idem.adapter.rabbitmq;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ShutdownSignalException;
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.BrokerException;
+import dev.idem.spi.DeliveryListener;
+import dev.idem.spi.OutboundMessage;
+import dev.idem.spi.Subscription;
+import dev.idem.spi.SubscriptionRequest;
+import java.io.IOException;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The RabbitMQ adapter: a consuming connection shared by the subscriptions' channels and a publishing
+ * connection with one confirm channel. See {@link RabbitMqAdapterProvider} for the semantics. Thread-safe.
+ */
+final class RabbitMqAdapter implements BrokerAdapter {
+
+    static final Logger log = LoggerFactory.getLogger(RabbitMqAdapter.class);
+
+    private final RabbitMqSettings settings;
+    private final Connector consuming;
+    private final Connector publishing;
+    private final Publisher publisher;
+    private final ScheduledExecutorService scheduler;
+    private final Set<RabbitMqSubscription> subscriptions = ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
+
+    private RabbitMqAdapter(RabbitMqSettings settings) {
+        this.settings = settings;
+        this.consuming = new Connector(settings.factory(), settings.connectionName() + "-consume", settings.endpoint());
+        this.publishing = new Connector(settings.factory(), settings.connectionName() + "-publish",
+                settings.endpoint());
+        this.publisher = new Publisher(publishing);
+        this.scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "idem-rabbitmq-retry-" + settings.connectionName());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /**
+     * Opens both connections.
+     *
+     * @throws BrokerException if RabbitMQ cannot be reached or refuses the login
+     */
+    static RabbitMqAdapter open(RabbitMqSettings settings) {
+        RabbitMqAdapter adapter = new RabbitMqAdapter(settings);
+        try {
+            adapter.consuming.get();
+            adapter.publishing.get();
+            return adapter;
+        } catch (RuntimeException e) {
+            adapter.close();
+            throw e;
+        }
+    }
+
+    RabbitMqSettings settings() {
+        return settings;
+    }
+
+    Connection consumingConnection() {
+        return consuming.get();
+    }
+
+    Publisher publisher() {
+        return publisher;
+    }
+
+    @Override
+    public Subscription subscribe(SubscriptionRequest request, DeliveryListener listener) {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(listener, "listener");
+        if (closed) {
+            throw new BrokerException("The RabbitMQ adapter is closed", false);
+        }
+        RabbitMqSubscription subscription = new RabbitMqSubscription(request, listener, this, scheduler);
+        subscriptions.add(subscription);
+        log.info("Consuming RabbitMQ queue '{}' at {} for pipeline '{}' ({} channel(s), prefetch {} each)",
+                request.source(), settings.endpoint(), request.pipeline(), settings.consumers(),
+                settings.prefetchFor(request.maxInFlight()));
+        return subscription;
+    }
+
+    /** Declares {@code queue} as a dead-letter queue when declaring is on. */
+    void declareDeadLetterQueue(Topology topology, String queue) {
+        if (!topology.declares()) {
+            return;
+        }
+        withChannel("declare the dead-letter queue '" + queue + "'", ch -> topology.declareDeadLetter(ch, queue));
+    }
+
+    @Override
+    public void publish(String destination, OutboundMessage message) {
+        Objects.requireNonNull(destination, "destination");
+        Objects.requireNonNull(message, "message");
+        publisher.publish(destination, Messages.outbound(message), message.payload());
+    }
+
+    /** Both connections are open (re-opened if they were lost) and a channel opens on the consuming one. */
+    @Override
+    public void checkHealth() {
+        publishing.get();
+        withChannel("open a channel", ch -> { });
+    }
+
+    private interface ChannelWork {
+        void run(Channel channel) throws IOException;
+    }
+
+    private void withChannel(String what, ChannelWork work) {
+        Channel channel = null;
+        try {
+            channel = consuming.get().createChannel();
+            if (channel == null) {
+                throw new BrokerException("RabbitMQ at " + settings.endpoint() + " refused another channel", true);
+            }
+            work.run(channel);
+        } catch (IOException | ShutdownSignalException e) {
+            throw new BrokerException("Cannot " + what + " at " + settings.endpoint() + ": " + Topology.reason(e),
+                    true, e);
+        } finally {
+            if (channel != null && channel.isOpen()) {
+                try {
+                    channel.close();
+                } catch (IOException | TimeoutException | RuntimeException ignored) {
+                    // The work is done or has failed; a channel that will not close goes with its connection.
+                }
+            }
+        }
+    }
+
+    void forget(RabbitMqSubscription subscription) {
+        subscriptions.remove(subscription);
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (RabbitMqSubscription s : List.copyOf(subscriptions)) {
+            s.close();
+        }
+        scheduler.shutdownNow();
+        publisher.close();
+        publishing.close();
+        consuming.close();
+    }
+}
