@@ -79,13 +79,7 @@ class EndToEndIT {
         String topic = "orders-" + run;
         kafka.createTopic(topic, 4);
         try {
-            String broker = """
-                    broker:
-                      type: kafka
-                      kafka:
-                        bootstrap-servers: %s
-                        client: { session.timeout.ms: 6000, heartbeat.interval.ms: 1000 }
-                    """.formatted(kafka.bootstrapServers());
+            String broker = kafkaBroker(kafka);
             scenario("Kafka (4 partitions) + JDBC (PostgreSQL) transactional, kill -9", broker, postgresStore(), topic,
                     true, true).run();
         } finally {
@@ -100,17 +94,22 @@ class EndToEndIT {
         String topic = "orders-" + run;
         kafka.createTopic(topic, 4);
         try {
-            String broker = """
-                    broker:
-                      type: kafka
-                      kafka:
-                        bootstrap-servers: %s
-                        client: { session.timeout.ms: 6000, heartbeat.interval.ms: 1000 }
-                    """.formatted(kafka.bootstrapServers());
+            String broker = kafkaBroker(kafka);
             scenario("Kafka (4 partitions) + Redis, kill -9", broker, redisStore(), topic, false, true).run();
         } finally {
             kafka.deleteTopic(topic);
         }
+    }
+
+    /** A short session timeout, so the group notices the killed consumer quickly. */
+    private static String kafkaBroker(EmbeddedKafka kafka) {
+        return """
+                broker:
+                  type: kafka
+                  kafka:
+                    bootstrap-servers: %s
+                    client: { session.timeout.ms: 6000, heartbeat.interval.ms: 1000 }
+                """.formatted(kafka.bootstrapServers());
     }
 
     // ------------------------------------------------------------------ RabbitMQ, the local server

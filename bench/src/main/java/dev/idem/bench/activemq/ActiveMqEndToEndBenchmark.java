@@ -1,13 +1,11 @@
 package dev.idem.bench.activemq;
 
 import dev.idem.adapter.activemq.ActiveMqBrokerAdapterProvider;
+import dev.idem.bench.EndToEnd;
 import dev.idem.runtime.Idem;
-import dev.idem.runtime.IdemRuntime;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.PluginConfig;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.Connection;
 import jakarta.jms.DeliveryMode;
@@ -19,12 +17,9 @@ import jakarta.jms.Session;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.activemq.ActiveMQConnectionFactory;
 import org.apache.activemq.ActiveMQSession;
 import org.apache.activemq.broker.BrokerService;
@@ -93,8 +88,8 @@ public final class ActiveMqEndToEndBenchmark {
             broker.stop();
             broker.waitUntilStopped();
         }
-        double rawMedian = median(raw);
-        double idemMedian = median(idem);
+        double rawMedian = EndToEnd.median(raw);
+        double idemMedian = EndToEnd.median(idem);
         System.out.printf("median raw %,.0f msg/s, idem %,.0f msg/s, ratio idem/raw %.2f%n", rawMedian, idemMedian,
                 idemMedian / rawMedian);
     }
@@ -170,10 +165,7 @@ public final class ActiveMqEndToEndBenchmark {
     }
 
     private static double runIdem(String url, String queue, int messages) throws InterruptedException {
-        PluginConfig config = new UrlOnly(url);
-        BrokerAdapter adapter = new ActiveMqBrokerAdapterProvider().create(config);
-        SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        AtomicLong firstCall = new AtomicLong();
+        BrokerAdapter adapter = new ActiveMqBrokerAdapterProvider().create(new UrlOnly(url));
         String yaml = """
                 broker: { type: activemq }
                 store: { type: caffeine }
@@ -183,37 +175,14 @@ public final class ActiveMqEndToEndBenchmark {
                     ordering: none
                     concurrency: 2
                 """.formatted(queue);
-        IdemRuntime runtime = Idem.builder().configYaml(yaml).env(Map.of())
-                .broker("activemq", adapter)
-                .meterRegistry(meters)
-                .handler("bench", (message, context) -> {
-                    if (firstCall.get() == 0) {
-                        firstCall.compareAndSet(0, System.nanoTime());
-                    }
-                })
-                .start();
         try {
-            Counter processed = null;
-            while (processed == null || processed.count() < messages) {
-                Thread.sleep(1);
-                if (processed == null) {
-                    processed = meters.find("idem.messages").tag("outcome", "processed").counter();
-                }
-            }
-            long end = System.nanoTime();
-            return (messages - 1) / ((end - firstCall.get()) / 1e9);
+            return EndToEnd.rate(messages, EndToEnd.timeIdem(Idem.builder().configYaml(yaml).env(Map.of())
+                    .broker("activemq", adapter), "bench", messages));
         } finally {
-            runtime.stop(Duration.ofSeconds(10));
             adapter.close();
         }
     }
 
-    private static double median(List<Double> values) {
-        List<Double> sorted = new ArrayList<>(values);
-        Collections.sort(sorted);
-        int n = sorted.size();
-        return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
-    }
 
     /** The adapter's defaults, with the broker URL. */
     private record UrlOnly(String url) implements PluginConfig {

@@ -2,8 +2,8 @@ package dev.idem.bench.kafka;
 
 import dev.idem.adapter.kafka.EmbeddedKafka;
 import dev.idem.adapter.kafka.KafkaAdapterProvider;
+import dev.idem.bench.EndToEnd;
 import dev.idem.runtime.Idem;
-import dev.idem.runtime.IdemRuntime;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.Delivery;
@@ -11,12 +11,9 @@ import dev.idem.spi.SubscriptionRequest;
 import dev.idem.spi.StoreContext;
 import dev.idem.store.caffeine.CaffeineDedupStoreProvider;
 import dev.idem.testkit.TestPluginConfig;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -73,9 +70,9 @@ public final class KafkaEndToEndBenchmark {
                     bare.add(report("adapter", partitions, round, messages,
                             adapterOnly(kafka, topic, messages, round)));
                 }
-                double rawMedian = median(raw);
-                double idemMedian = median(idem);
-                double bareMedian = median(bare);
+                double rawMedian = EndToEnd.median(raw);
+                double idemMedian = EndToEnd.median(idem);
+                double bareMedian = EndToEnd.median(bare);
                 summary.add(String.format("%d partition(s): raw %,.0f msg/s, idem %,.0f msg/s, idem/raw %.2f;"
                         + " adapter alone %,.0f msg/s, adapter/raw %.2f", partitions, rawMedian, idemMedian,
                         idemMedian / rawMedian, bareMedian, bareMedian / rawMedian));
@@ -152,8 +149,6 @@ public final class KafkaEndToEndBenchmark {
         DedupStore store = new CaffeineDedupStoreProvider().create(
                 TestPluginConfig.defaults("store.caffeine", new CaffeineDedupStoreProvider().configSpec()),
                 StoreContext.system());
-        SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        AtomicLong first = new AtomicLong();
         String pipeline = "idem-" + topic + "-" + round;
         String yaml = """
                 broker: { type: kafka, kafka: { bootstrap-servers: [%s] } }
@@ -162,17 +157,10 @@ public final class KafkaEndToEndBenchmark {
                   %s:
                     source: %s
                 """.formatted(kafka.bootstrapServers(), pipeline, topic);
-        IdemRuntime runtime = Idem.builder().configYaml(yaml).env(Map.of())
-                .broker("kafka", adapter).store("caffeine", store).meterRegistry(meters)
-                .handler(pipeline, (message, context) -> first.compareAndSet(0, System.nanoTime()))
-                .start();
         try {
-            while (settled(meters) < messages) {
-                Thread.sleep(1);
-            }
-            return System.nanoTime() - first.get();
+            return EndToEnd.timeIdem(Idem.builder().configYaml(yaml).env(Map.of())
+                    .broker("kafka", adapter).store("caffeine", store), pipeline, messages);
         } finally {
-            runtime.stop(Duration.ofSeconds(10));
             adapter.close();
             store.close();
         }
@@ -200,16 +188,5 @@ public final class KafkaEndToEndBenchmark {
             }
             return System.nanoTime() - first.get();
         }
-    }
-
-    private static double settled(SimpleMeterRegistry meters) {
-        return meters.find("idem.messages").counters().stream().mapToDouble(Counter::count).sum();
-    }
-
-    private static double median(List<Double> values) {
-        List<Double> sorted = new ArrayList<>(values);
-        Collections.sort(sorted);
-        int n = sorted.size();
-        return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
     }
 }

@@ -6,14 +6,10 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import dev.idem.bench.EndToEnd;
 import dev.idem.runtime.Idem;
-import dev.idem.runtime.IdemRuntime;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -85,8 +81,8 @@ public final class RabbitMqEndToEndBenchmark {
             }
             deleteQueues(admin, rounds);
         }
-        double rawMedian = median(raw);
-        double idemMedian = median(idem);
+        double rawMedian = EndToEnd.median(raw);
+        double idemMedian = EndToEnd.median(idem);
         System.out.printf("median raw %,.0f msg/s, idem %,.0f msg/s, ratio idem/raw %.2f%n", rawMedian, idemMedian,
                 idemMedian / rawMedian);
     }
@@ -155,8 +151,6 @@ public final class RabbitMqEndToEndBenchmark {
 
     private static double runIdem(String url, String queue, int messages, int prefetch)
             throws InterruptedException {
-        SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        AtomicLong firstCall = new AtomicLong();
         String yaml = """
                 broker:
                   type: rabbitmq
@@ -171,33 +165,7 @@ public final class RabbitMqEndToEndBenchmark {
                     concurrency: 2
                     max-in-flight: %d
                 """.formatted(url, queue, prefetch);
-        IdemRuntime runtime = Idem.builder().configYaml(yaml).env(Map.of())
-                .meterRegistry(meters)
-                .handler("bench", (message, context) -> {
-                    if (firstCall.get() == 0) {
-                        firstCall.compareAndSet(0, System.nanoTime());
-                    }
-                })
-                .start();
-        try {
-            Counter processed = null;
-            while (processed == null || processed.count() < messages) {
-                Thread.sleep(1);
-                if (processed == null) {
-                    processed = meters.find("idem.messages").tag("outcome", "processed").counter();
-                }
-            }
-            long end = System.nanoTime();
-            return (messages - 1) / ((end - firstCall.get()) / 1e9);
-        } finally {
-            runtime.stop(Duration.ofSeconds(10));
-        }
-    }
-
-    private static double median(List<Double> values) {
-        List<Double> sorted = new ArrayList<>(values);
-        Collections.sort(sorted);
-        int n = sorted.size();
-        return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+        return EndToEnd.rate(messages, EndToEnd.timeIdem(Idem.builder().configYaml(yaml).env(Map.of()), "bench",
+                messages));
     }
 }

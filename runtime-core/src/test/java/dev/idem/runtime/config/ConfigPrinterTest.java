@@ -50,6 +50,11 @@ class ConfigPrinterTest {
                     transactional: false
                 runtime:
                   shutdown-timeout: 30s
+                  summary-interval: 30s
+                  http:
+                    enabled: true
+                    host: 127.0.0.1
+                    port: 9464
                 """);
     }
 
