@@ -116,18 +116,10 @@ class EndToEndIT {
 
     @Test
     void rabbitMqWithRedisSurvivesKillNine() throws Exception {
-        String uri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F",
-                "Start it with: rabbitmq-server -detached", null);
+        String uri = rabbitMqUri();
         String queue = "idem-e2e-" + run;
-        String broker = """
-                broker:
-                  type: rabbitmq
-                  rabbitmq:
-                    uri: "%s"
-                    declare: true
-                """.formatted(uri);
         try {
-            scenario("RabbitMQ + Redis, kill -9", broker, redisStore(), queue, false, true).run();
+            scenario("RabbitMQ + Redis, kill -9", rabbitMqBroker(uri), redisStore(), queue, false, true).run();
         } finally {
             deleteQueue(uri, queue);
         }
@@ -135,8 +127,7 @@ class EndToEndIT {
 
     @Test
     void rabbitMqWithMariaDbJdbc() throws Exception {
-        String uri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F",
-                "Start it with: rabbitmq-server -detached", null);
+        String uri = rabbitMqUri();
         String url = ExternalService.locate("MariaDB", "IDEM_TEST_MARIADB_URL", "jdbc:mariadb://127.0.0.1:3306/test",
                 "Start it with: start-stop-daemon --start --background --exec /usr/sbin/mariadbd", null);
         String store = """
@@ -144,19 +135,28 @@ class EndToEndIT {
                   type: jdbc
                   jdbc: { url: "%s", username: root, table: idem_e2e_%s }
                 """.formatted(url, run);
-        String broker = """
+        try {
+            scenario("RabbitMQ + JDBC (MariaDB)", rabbitMqBroker(uri), store, "idem-e2e-" + run, false, false).run();
+        } finally {
+            sql(url + "?user=root", "DROP TABLE IF EXISTS idem_e2e_" + run);
+            deleteQueue(uri, "idem-e2e-" + run);
+        }
+    }
+
+    private static String rabbitMqUri() {
+        return ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F",
+                "Start it with: rabbitmq-server -detached", null);
+    }
+
+    /** The adapter declares the queue when idem run subscribes; publishing starts after that. */
+    private static String rabbitMqBroker(String uri) {
+        return """
                 broker:
                   type: rabbitmq
                   rabbitmq:
                     uri: "%s"
                     declare: true
                 """.formatted(uri);
-        try {
-            scenario("RabbitMQ + JDBC (MariaDB)", broker, store, "idem-e2e-" + run, false, false).run();
-        } finally {
-            sql(url + "?user=root", "DROP TABLE IF EXISTS idem_e2e_" + run);
-            deleteQueue(uri, "idem-e2e-" + run);
-        }
     }
 
     // ------------------------------------------------------------------ stores
