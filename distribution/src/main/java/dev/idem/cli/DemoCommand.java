@@ -14,7 +14,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -74,7 +75,7 @@ final class DemoCommand implements Callable<Integer> {
             List<MessagePlan.Planned> plan = MessagePlan.checked(spec, () -> MessagePlan.plan(count, duplicates, prefix,
                     List.of(PublishCommand.DEFAULT_PAYLOAD), null, 7));
 
-            ConcurrentLinkedQueue<Seen> seen = new ConcurrentLinkedQueue<>();
+            BlockingQueue<Seen> seen = new LinkedBlockingQueue<>();
             BrokerAdapterProvider provider = registry.broker(config.broker().type());
             out.printf("Idem demo: broker '%s', store '%s', pipeline '%s' consuming '%s' with handler %s%n",
                     config.broker().type(), config.store().type(), pipeline.name(), pipeline.source(), pipeline.handler());
@@ -98,11 +99,10 @@ final class DemoCommand implements Callable<Integer> {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
                 int printed = 0;
                 Map<String, Integer> outcomes = new java.util.TreeMap<>();
-                while (printed < plan.size() && System.nanoTime() < deadline) {
-                    Seen s = seen.poll();
+                while (printed < plan.size()) {
+                    Seen s = seen.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
                     if (s == null) {
-                        Thread.sleep(20);
-                        continue;
+                        break;
                     }
                     printed++;
                     outcomes.merge(s.outcome(), 1, Integer::sum);

@@ -1,6 +1,7 @@
 package dev.idem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.idem.adapter.kafka.EmbeddedKafka;
 import dev.idem.testkit.ExternalService;
@@ -18,7 +19,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
+import org.awaitility.core.ConditionTimeoutException;
+import org.awaitility.core.TerminalFailureException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -310,21 +317,23 @@ class EndToEndIT {
         }
 
         private void assertPublished(Installation.Running publisher) throws InterruptedException {
-            assertThat(publisher.process.waitFor(PUBLISH_TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS))
+            assertThat(publisher.process.waitFor(PUBLISH_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS))
                     .as("idem publish ends\n%s", publisher.log()).isTrue();
             assertThat(publisher.process.exitValue()).as(publisher.log()).isZero();
             assertThat(publisher.log()).contains("Published 10,000 message(s)").contains("8,000 unique IDs");
         }
 
         /** Waits until the counters stop moving for {@code seconds}: every message, duplicates too, is settled. */
-        private void settle(Installation.Running running, int seconds) throws InterruptedException {
-            Map<String, Long> before = running.outcomes(port);
-            for (int stable = 0; stable < seconds; ) {
-                Thread.sleep(1000);
+        private void settle(Installation.Running running, int seconds) {
+            AtomicReference<Map<String, Long>> seen = new AtomicReference<>(running.outcomes(port));
+            AtomicLong changedAt = new AtomicLong(System.nanoTime());
+            waitFor(running, () -> {
                 Map<String, Long> now = running.outcomes(port);
-                stable = now.equals(before) ? stable + 1 : 0;
-                before = now;
-            }
+                if (!now.equals(seen.getAndSet(now))) {
+                    changedAt.set(System.nanoTime());
+                }
+                return System.nanoTime() - changedAt.get() >= TimeUnit.SECONDS.toNanos(seconds);
+            }, () -> "the outcome counters to stay unchanged for " + seconds + "s");
         }
 
         /** Handler runs per message ID: ledger lines, or payment rows in the transactional mode. */
@@ -385,14 +394,14 @@ class EndToEndIT {
         }
     }
 
-    private static void waitFor(Installation.Running running, Supplier<Boolean> condition, Supplier<String> what)
-            throws InterruptedException {
-        long deadline = System.nanoTime() + SETTLE_TIMEOUT.toNanos();
-        while (!condition.get()) {
-            assertThat(running.process.isAlive()).as("bin/idem run is alive while waiting for %s\n%s", what.get(),
-                    running.log()).isTrue();
-            assertThat(System.nanoTime() - deadline).as("waiting for %s\n%s", what.get(), running.log()).isNegative();
-            Thread.sleep(200);
+    /** Polls {@code condition} until it holds; fails early, with the process's log, if {@code bin/idem} exits. */
+    private static void waitFor(Installation.Running running, Callable<Boolean> condition, Supplier<String> what) {
+        try {
+            await().atMost(SETTLE_TIMEOUT).pollInterval(Duration.ofMillis(200))
+                    .failFast("bin/idem exited", () -> !running.process.isAlive())
+                    .until(condition);
+        } catch (ConditionTimeoutException | TerminalFailureException e) {
+            throw new AssertionError("Waiting for " + what.get() + ": " + e.getMessage() + "\n" + running.log(), e);
         }
     }
 
