@@ -3,9 +3,9 @@ package dev.idem.cli;
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.config.ConfigPrinter;
 import dev.idem.runtime.config.PluginSpecs.Kind;
+import dev.idem.runtime.plugin.CodeLocations;
 import dev.idem.runtime.plugin.PluginDescriptor;
 import java.io.PrintWriter;
-import java.security.CodeSource;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -42,7 +42,8 @@ final class CheckCommand implements Callable<Integer> {
             for (Map.Entry<String, Class<?>> handler : validated.handlers().entrySet()) {
                 var pipeline = validated.config().pipelines().get(handler.getKey());
                 out.println("  " + handler.getKey() + ": consumes '" + pipeline.source() + "', handler "
-                        + handler.getValue().getName() + " from " + location(setup, handler.getValue()));
+                        + handler.getValue().getName() + " from "
+                        + setup.home.show(CodeLocations.of(handler.getValue())));
             }
             out.println();
             out.println("Effective configuration (defaults filled in, secrets masked):");
@@ -59,17 +60,5 @@ final class CheckCommand implements Callable<Integer> {
             }
         }
         return id;
-    }
-
-    private static String location(Setup setup, Class<?> type) {
-        CodeSource source = type.getProtectionDomain().getCodeSource();
-        if (source == null || source.getLocation() == null) {
-            return "the class path";
-        }
-        try {
-            return setup.home.show(java.nio.file.Path.of(source.getLocation().toURI()));
-        } catch (java.net.URISyntaxException | IllegalArgumentException e) {
-            return source.getLocation().toString();
-        }
     }
 }

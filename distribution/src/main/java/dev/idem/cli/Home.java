@@ -33,6 +33,16 @@ record Home(Path root) {
         return root.resolve("handlers");
     }
 
+    /** A location (a file path, or a description such as "unknown") relative to the home where it is a path. */
+    String show(String location) {
+        try {
+            Path path = Path.of(location);
+            return path.isAbsolute() ? show(path) : location;
+        } catch (java.nio.file.InvalidPathException e) {
+            return location;
+        }
+    }
+
     /** A path relative to the home, as the user reads it in messages. */
     String show(Path path) {
         Path absolute = path.toAbsolutePath().normalize();

@@ -28,15 +28,10 @@ final class PluginsCommand implements Callable<Integer> {
             String format = "%-15s %-13s %-16s %s%n";
             out.printf(format, "KIND", "ID", "VERSION", "LOCATION");
             for (PluginDescriptor p : plugins) {
-                out.printf(format, p.kind().label(), p.id(), p.version(), shown(setup, p.location()));
+                out.printf(format, p.kind().label(), p.id(), p.version(), setup.home.show(p.location()));
             }
             out.flush();
             return Main.OK;
         }
-    }
-
-    private static String shown(Setup setup, String location) {
-        java.nio.file.Path path = java.nio.file.Path.of(location);
-        return path.isAbsolute() ? setup.home.show(path) : location;
     }
 }

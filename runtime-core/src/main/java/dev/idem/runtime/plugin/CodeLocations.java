@@ -12,15 +12,15 @@ import java.util.jar.JarFile;
 import java.util.jar.Manifest;
 
 /** Where a class or resource comes from (its JAR or class directory) and which version that is. */
-final class CodeLocations {
+public final class CodeLocations {
 
     static final String UNKNOWN = "unknown";
 
     private CodeLocations() {
     }
 
-    /** The JAR or directory a loaded class came from, or {@link #UNKNOWN}. */
-    static String of(Class<?> type) {
+    /** The JAR or directory a loaded class came from, as a file path where it is a file, or {@code "unknown"}. */
+    public static String of(Class<?> type) {
         CodeSource source = type.getProtectionDomain().getCodeSource();
         if (source != null && source.getLocation() != null) {
             return display(source.getLocation().toString());
