@@ -60,6 +60,32 @@ public interface DedupStore extends AutoCloseable {
      */
     boolean renew(StoreKey key, long token, Duration lease);
 
+    /** What {@link #recordStart} answers for a store that does not record starts. */
+    int STARTS_NOT_RECORDED = -1;
+
+    /**
+     * Records, outside any business transaction, that a handler run of a claimed key is about to
+     * start, and answers how many starts the key has recorded since it was first claimed, this one
+     * included. The count survives a takeover (a claim of the key after its lease ran out) and is
+     * forgotten with the key (release, or retention of an abandoned claim running out).
+     *
+     * <p>The runtime calls it only for <em>suspects</em>, keys acquired by takeover
+     * ({@link ClaimResult.Acquired#attempt()} above 1), and runs a suspect alone. So a start that
+     * never completed was a run that took its consumer down, and a key whose count passes
+     * {@code max-deliveries} is dead-lettered without running again, while keys that were merely in
+     * flight beside it are never blamed. The happy path never calls it.
+     *
+     * <p>The default answers {@link #STARTS_NOT_RECORDED}; the runtime then counts takeovers
+     * instead, which also blames keys that were in flight beside a crash.
+     *
+     * @return the number of recorded starts, including this one; {@code 0} if {@code token} is not the
+     *         current owner's (nothing is recorded then); or {@link #STARTS_NOT_RECORDED}
+     * @throws StoreException when the store cannot answer
+     */
+    default int recordStart(StoreKey key, long token) {
+        return STARTS_NOT_RECORDED;
+    }
+
     /** Checks that the store is reachable; used by readiness checks. */
     default void checkHealth() {
     }

@@ -16,13 +16,23 @@ import java.util.Objects;
  *        {@code JMSMessageID}), or {@code null}
  * @param redelivered the broker's redelivered flag; informative only, decisions use the store
  * @param deliveryCount the broker's delivery count where it keeps one (1 = first), else 0
+ * @param orderingKey the broker's own per-message ordering key, whose messages the broker keeps in
+ *        order (the Kafka record key, the JMS {@code JMSXGroupID}), or {@code null} where the broker
+ *        has none: an AMQP routing key names a route, not an order, and is never one. The runtime
+ *        uses it as the default ordering key of {@code ordering: key}.
  */
 public record InboundMessage(String source, String partition, String key, Map<String, String> headers,
-        byte[] payload, String brokerMessageId, boolean redelivered, int deliveryCount) {
+        byte[] payload, String brokerMessageId, boolean redelivered, int deliveryCount, String orderingKey) {
 
     public InboundMessage {
         Objects.requireNonNull(source, "source");
         headers = headers == null ? Map.of() : headers;
         Objects.requireNonNull(payload, "payload");
+    }
+
+    /** A message whose {@code key} is also its ordering key (Kafka, JMS), or that has neither. */
+    public InboundMessage(String source, String partition, String key, Map<String, String> headers,
+            byte[] payload, String brokerMessageId, boolean redelivered, int deliveryCount) {
+        this(source, partition, key, headers, payload, brokerMessageId, redelivered, deliveryCount, key);
     }
 }

@@ -52,6 +52,7 @@ public final class Idem {
                 ? Thread.currentThread().getContextClassLoader() : Idem.class.getClassLoader());
         MeterRegistry meterRegistry;
         LongSupplier storeTicker = System::nanoTime;
+        LongSupplier ticker = System::nanoTime;
         OutcomeListener outcomeListener;
 
         private Builder() {
@@ -130,6 +131,17 @@ public final class Idem {
         /** The time source given to in-process stores (tests inject a manual one). */
         public Builder storeTicker(LongSupplier ticker) {
             this.storeTicker = Objects.requireNonNull(ticker, "ticker");
+            return this;
+        }
+
+        /**
+         * The time source of the pipelines (retry back-off, deferrals, lease renewal, handler timeouts) and of
+         * in-process stores, read like {@link System#nanoTime()}, which is the default. Tests inject a manual one
+         * to move time without sleeping.
+         */
+        public Builder ticker(LongSupplier ticker) {
+            this.ticker = Objects.requireNonNull(ticker, "ticker");
+            this.storeTicker = ticker;
             return this;
         }
 

@@ -142,12 +142,9 @@ public final class IdemRuntime implements AutoCloseable {
                 broker = PluginContext.call(provider, () -> provider.create(config.broker().config()));
             }
             for (PipelineConfig p : config.pipelines().values()) {
-                List<IdExtractor> chain = new ArrayList<>();
-                for (PluginSection section : p.idExtractors()) {
-                    IdExtractorProvider provider = registry.idExtractor(section.type());
-                    chain.add(PluginContext.call(provider, () -> provider.create(section.config())));
-                }
-                Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chain, meters, b.outcomeListener);
+                Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store,
+                        extractors(registry, p.idExtractors()), extractors(registry, p.orderingKey()), meters,
+                        b.outcomeListener, b.ticker);
                 BrokerAdapter adapter = broker;
                 PluginContext.call(adapter, () -> {
                     pipeline.start(adapter, scheduler);
@@ -172,6 +169,15 @@ public final class IdemRuntime implements AutoCloseable {
         log.info("Idem started: broker '{}', store '{}', {} pipeline(s) {}", config.broker().type(),
                 config.store().type(), started.size(), config.pipelines().keySet());
         return new IdemRuntime(config, meters, broker, ownsBroker, store, ownsStore, List.copyOf(started), scheduler);
+    }
+
+    private static List<IdExtractor> extractors(PluginRegistry registry, List<PluginSection> sections) {
+        List<IdExtractor> chain = new ArrayList<>();
+        for (PluginSection section : sections) {
+            IdExtractorProvider provider = registry.idExtractor(section.type());
+            chain.add(PluginContext.call(provider, () -> provider.create(section.config())));
+        }
+        return chain;
     }
 
     /** The discovered plugins plus the instances given to the builder, under their ids. */

@@ -38,8 +38,9 @@ final class Messages {
             headers.putIfAbsent(MESSAGE_ID_HEADER, messageId);
         }
         String key = headers.getOrDefault(RabbitMqAdapterProvider.KEY_HEADER, envelope.getRoutingKey());
+        // The routing key names a route, not an order: RabbitMQ has no per-message ordering key.
         return new InboundMessage(queue, null, key, Collections.unmodifiableMap(headers), body, messageId,
-                envelope.isRedeliver(), deliveryCount(amqpHeaders));
+                envelope.isRedeliver(), deliveryCount(amqpHeaders), null);
     }
 
     /** {@code x-delivery-count} counts earlier deliveries (quorum queues set it from the first redelivery). */

@@ -120,6 +120,10 @@ public final class ConfigDocs {
                         code("[{type: " + RuntimeConfigSpecs.DEFAULT_ID_EXTRACTOR + ", name: message-id}]"),
                         "a non-empty list of ID extractor entries", RuntimeConfigSpecs.ID_DOC});
             }
+            if (key == RuntimeConfigSpecs.ORDERING) {
+                rows.add(new String[] {code("pipelines.<name>." + RuntimeConfigSpecs.ORDERING_KEY), "list", "",
+                        "a non-empty list of ID extractor entries", RuntimeConfigSpecs.ORDERING_KEY_DOC});
+            }
         }
         table(md, rows);
         md.append("Each `id` entry is `type:` (the id of an installed ID extractor) with that extractor's keys beside it:\n\n")

@@ -74,6 +74,9 @@ public final class ConfigPrinter {
             }
         }
         out.put(RuntimeConfigSpecs.ID, idExtractors(p.idExtractors()));
+        if (!p.orderingKey().isEmpty()) {
+            out.put(RuntimeConfigSpecs.ORDERING_KEY, idExtractors(p.orderingKey()));
+        }
         out.putAll(settings); // Keys already placed keep their place.
         return out;
     }

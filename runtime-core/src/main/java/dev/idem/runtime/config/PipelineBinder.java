@@ -74,17 +74,21 @@ final class PipelineBinder {
 
     private PipelineConfig bind(String name, Object raw, String path) {
         SectionValidator.Result result =
-                validator.validate(raw, path, RuntimeConfigSpecs.PIPELINE, List.of(RuntimeConfigSpecs.ID));
+                validator.validate(raw, path, RuntimeConfigSpecs.PIPELINE,
+                        List.of(RuntimeConfigSpecs.ID, RuntimeConfigSpecs.ORDERING_KEY));
         if (result.config() == null && !(raw == null || raw instanceof Map<?, ?>)) {
             return null; // Not a section at all: already reported, nothing more to say.
         }
         List<PluginSection> extractors = selector.idExtractors(result.structured().get(RuntimeConfigSpecs.ID),
                 path + "." + RuntimeConfigSpecs.ID);
+        Object orderingRaw = result.structured().get(RuntimeConfigSpecs.ORDERING_KEY);
+        List<PluginSection> ordering = orderingRaw == null ? List.of()
+                : selector.idExtractors(orderingRaw, path + "." + RuntimeConfigSpecs.ORDERING_KEY);
         SectionConfig c = result.config();
-        if (c == null || extractors == null || !crossChecksPass(c, path)) {
+        if (c == null || extractors == null || ordering == null || !crossChecksPass(c, path)) {
             return null;
         }
-        return toPipeline(name, c, extractors);
+        return toPipeline(name, c, extractors, ordering);
     }
 
     /** Rules between keys, which a single key's validator cannot express. */
@@ -113,12 +117,14 @@ final class PipelineBinder {
         return c.isGiven(key.name()) ? "" : "; that is its default, so set " + key.name() + " too";
     }
 
-    static PipelineConfig toPipeline(String name, SectionConfig c, List<PluginSection> extractors) {
+    static PipelineConfig toPipeline(String name, SectionConfig c, List<PluginSection> extractors,
+            List<PluginSection> orderingKey) {
         return new PipelineConfig(
                 name,
                 c.get(SOURCE),
                 c.get(HANDLER),
                 extractors,
+                orderingKey,
                 RuntimeConfigSpecs.enumValue(MissingIdPolicy.class, c.get(MISSING_ID)),
                 RuntimeConfigSpecs.enumValue(FingerprintMode.class, c.get(FINGERPRINT)),
                 RuntimeConfigSpecs.enumValue(MismatchPolicy.class, c.get(FINGERPRINT_MISMATCH)),
@@ -137,7 +143,7 @@ final class PipelineBinder {
 
     /**
      * A pipeline's values by key name, typed as {@link RuntimeConfigSpecs#PIPELINE} declares them
-     * (enums as their YAML strings); the inverse of {@link #toPipeline}, without {@code id}.
+     * (enums as their YAML strings); the inverse of {@link #toPipeline}, without {@code id} and {@code ordering-key}.
      */
     static Map<String, Object> values(PipelineConfig p) {
         Map<String, Object> v = new LinkedHashMap<>();

@@ -11,6 +11,7 @@ import java.util.Objects;
  * @param source the topic or queue consumed
  * @param handler the handler class name, or {@code null} when the handler is bound programmatically
  * @param idExtractors the extractor chain; the first that finds a key wins
+ * @param orderingKey the extractor chain of the ordering key; empty for the broker's key, else the idempotency key
  * @param missingId what happens to a message without a usable key
  * @param fingerprint how payloads are fingerprinted
  * @param fingerprintMismatch what happens to a duplicate whose payload differs
@@ -30,6 +31,7 @@ public record PipelineConfig(
         String source,
         String handler,
         List<PluginSection> idExtractors,
+        List<PluginSection> orderingKey,
         MissingIdPolicy missingId,
         FingerprintMode fingerprint,
         MismatchPolicy fingerprintMismatch,
@@ -48,6 +50,7 @@ public record PipelineConfig(
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(source, "source");
         idExtractors = List.copyOf(idExtractors);
+        orderingKey = List.copyOf(orderingKey);
     }
 
     /** What happens to a message whose key is missing, over 512 bytes, or not valid UTF-8. */
@@ -82,7 +85,7 @@ public record PipelineConfig(
     public enum Ordering {
         /** Messages of one partition run one at a time, in order. */
         PARTITION,
-        /** Messages with one idempotency key run one at a time, in order. */
+        /** Messages with one ordering key run one at a time, in order. */
         KEY,
         /** No order: any message may run on any worker. */
         NONE

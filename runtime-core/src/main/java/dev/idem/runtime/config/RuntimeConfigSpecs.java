@@ -70,7 +70,16 @@ public final class RuntimeConfigSpecs {
                     + " `skip` it like any duplicate, or `process` it anyway.");
 
     public static final ConfigKey<String> ORDERING = enumKey("ordering", Ordering.KEY)
-            .doc("What runs in order under concurrency: messages of one `partition`, of one `key`, or `none`.");
+            .doc("What runs in order under concurrency: messages of one `partition`, of one ordering `key`"
+                    + " (see `ordering-key`), or `none`. Other keys run on while one waits for a retry.");
+
+    /** The name of the pipeline key that lists the ordering key's extractors. */
+    public static final String ORDERING_KEY = "ordering-key";
+
+    static final String ORDERING_KEY_DOC = "Under `ordering: key`, where the key whose messages run one at a time and"
+            + " in order comes from: a list of ID extractors like `id`; the first that finds a value wins. Defaults to"
+            + " the broker's own per-message key (the Kafka record key, the JMS `JMSXGroupID`; never the AMQP routing"
+            + " key), else the idempotency key.";
 
     public static final ConfigKey<Integer> CONCURRENCY = ConfigKey.integer("concurrency").defaultValue(4)
             .atLeast(1).atMost(1024)

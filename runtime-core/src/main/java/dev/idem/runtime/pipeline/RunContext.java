@@ -5,6 +5,7 @@ import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
+import java.util.function.LongSupplier;
 
 /**
  * The context of one handler run. The wall-clock deadline is derived only when asked for; the
@@ -15,12 +16,15 @@ final class RunContext implements HandlerContext {
     private final String pipeline;
     private final System.Logger logger;
     private final long deadlineNanos;
+    private final LongSupplier ticker;
     private final StoreTransaction transaction;
 
-    RunContext(String pipeline, System.Logger logger, long deadlineNanos, StoreTransaction transaction) {
+    RunContext(String pipeline, System.Logger logger, long deadlineNanos, LongSupplier ticker,
+            StoreTransaction transaction) {
         this.pipeline = pipeline;
         this.logger = logger;
         this.deadlineNanos = deadlineNanos;
+        this.ticker = ticker;
         this.transaction = transaction;
     }
 
@@ -41,7 +45,7 @@ final class RunContext implements HandlerContext {
 
     @Override
     public Duration remaining() {
-        return Duration.ofNanos(deadlineNanos - System.nanoTime());
+        return Duration.ofNanos(deadlineNanos - ticker.getAsLong());
     }
 
     @Override

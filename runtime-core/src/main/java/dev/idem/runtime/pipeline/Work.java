@@ -5,11 +5,14 @@ import dev.idem.spi.InboundMessage;
 import dev.idem.spi.StoreKey;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * One delivery's way through a pipeline: its key, its claim and the state of its current handler
- * run. Written by one thread at a time (the adapter's, then a lane's); the lease keeper reads the
- * volatile fields and interrupts a run through {@link #interruptIfOverdue}.
+ * One delivery's way through a pipeline: its keys, its claim and the state of its current handler
+ * run. Written by one thread at a time (the adapter's, then a worker's, handed over through the
+ * scheduler's lock); the lease keeper reads the volatile fields and interrupts a run through
+ * {@link #interruptIfOverdue}.
  */
 final class Work {
 
@@ -45,20 +48,39 @@ final class Work {
     int storeAttempt = 1;
     /** Whether the handler is to run for it (claimed, or unprotected by policy). */
     boolean dispatch;
-    /** Later copies of the same key in the same batch; they share this work's outcome. */
-    java.util.List<Work> followers;
+    /**
+     * The key its messages run in order under, or {@code null} when it is ordered with nothing
+     * ({@code ordering: none}, or no key at all).
+     */
+    Object orderKey;
+    /** Acquired by takeover after a lease ran out: its start is recorded and it runs alone. */
+    boolean suspect;
+    /** Deferred because another owner held the key: claim again once the ticker passes {@link #deferredUntil}. */
+    boolean claimPending;
+    long deferredUntil;
+    /** Handler runs made in this process for the current claim. */
+    int runs;
+    /** The store's count of recorded starts, for a suspect; 0 otherwise. */
+    int startsRecorded;
+    /** Later copies of the same key (same batch, or arrived while this one held it); they share its outcome. */
+    List<Work> followers;
     /** The dispatched batch this work belongs to, for the lease keeper. */
     Batch batch;
     /** Whether it counts against the pipeline's in-flight limit until settled. */
     boolean counted;
 
     volatile long leaseRenewedAtNanos;
+    /**
+     * Inside its transactional run: the transaction holds the key's row, so a renewal would wait on it,
+     * and a takeover waits for the transaction's end too.
+     */
+    volatile boolean inTransaction;
     volatile boolean leaseLost;
 
     private volatile int runState = IDLE;
     private volatile Thread runner;
     private volatile long deadlineNanos;
-    private boolean settled;
+    private volatile boolean settled;
 
     Work(Delivery delivery) {
         this.delivery = delivery;
@@ -74,10 +96,14 @@ final class Work {
             return false;
         }
         if (followers == null) {
-            followers = new java.util.ArrayList<>(2);
+            followers = new ArrayList<>(2);
         }
         followers.add(follower);
         return true;
+    }
+
+    boolean isSettled() {
+        return settled;
     }
 
     /** Marks the delivery settled; false if it already was, so no path settles twice. */

@@ -19,10 +19,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongSupplier;
 
 /**
  * One in-memory broker, one Caffeine store on a manual ticker, and runtimes started on them:
- * the whole pipeline with real plugins, no mocks, and time under the test's control.
+ * the whole pipeline with real plugins, no mocks, and time under the test's control. The runtimes'
+ * own timers (retry back-off, deferral, lease renewal, handler timeouts) run on the same ticker,
+ * unless the harness was made for {@linkplain #realTime() real time}.
  */
 final class PipelineHarness implements AutoCloseable {
 
@@ -35,6 +38,20 @@ final class PipelineHarness implements AutoCloseable {
             TestPluginConfig.defaults("store.caffeine", new CaffeineDedupStoreProvider().configSpec()),
             new StoreContext(ticker));
     private final List<IdemRuntime> runtimes = new ArrayList<>();
+    private final LongSupplier runtimeTicker;
+
+    PipelineHarness() {
+        this.runtimeTicker = ticker;
+    }
+
+    private PipelineHarness(LongSupplier runtimeTicker) {
+        this.runtimeTicker = runtimeTicker;
+    }
+
+    /** A harness whose runtimes keep real time (the broker and the store keep the manual ticker). */
+    static PipelineHarness realTime() {
+        return new PipelineHarness(System::nanoTime);
+    }
 
     /** The pipeline settings every test starts from; {@code extra} lines are appended under the pipeline. */
     static String config(String extra) {
@@ -51,8 +68,8 @@ final class PipelineHarness implements AutoCloseable {
                     dead-letter: orders.DLQ
                     retry:
                       max-attempts: 3
-                      initial-backoff: 1ms
-                      max-backoff: 5ms
+                      initial-backoff: 0ms
+                      max-backoff: 0ms
                 """ + extra.lines().map(l -> "    " + l + "\n").reduce("", String::concat);
     }
 
@@ -68,6 +85,7 @@ final class PipelineHarness implements AutoCloseable {
                 .store("caffeine", storeToUse)
                 .handler("orders", handler)
                 .meterRegistry(meters)
+                .ticker(runtimeTicker)
                 .start();
         runtimes.add(runtime);
         return runtime;

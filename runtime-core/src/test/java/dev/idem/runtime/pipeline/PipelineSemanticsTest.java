@@ -205,10 +205,12 @@ class PipelineSemanticsTest {
 
     @Test
     void messageThatKeepsKillingItsConsumerIsDeadLetteredWithoutRunning() {
+        // Five consumers took the key over, recorded the start of its run, and died in it.
         StoreKey key = new StoreKey("orders", "poison-1");
         ClaimRequest request = new ClaimRequest(key, null, Duration.ofSeconds(30), Duration.ofDays(1));
         for (int i = 0; i < 5; i++) {
-            harness.store.claim(List.of(request));
+            ClaimResult.Acquired acquired = (ClaimResult.Acquired) harness.store.claim(List.of(request)).get(0);
+            assertThat(harness.store.recordStart(key, acquired.token())).isEqualTo(i + 1);
             harness.ticker.advance(Duration.ofSeconds(31));
         }
         IdemRuntime runtime = harness.start(config("max-deliveries: 5"), counting());
@@ -287,14 +289,18 @@ class PipelineSemanticsTest {
     }
 
     @Test
-    void handlerRunningPastItsTimeoutIsInterruptedAndRetried() {
+    void handlerRunningPastItsTimeoutIsInterruptedAndRetried() throws Exception {
         AtomicInteger calls = new AtomicInteger();
+        CountDownLatch blocked = new CountDownLatch(1);
         IdemRuntime runtime = harness.start(config("handler-timeout: 100ms"), (message, context) -> {
             if (calls.incrementAndGet() == 1) {
+                blocked.countDown();
                 new CountDownLatch(1).await(); // blocks until the timeout interrupts it
             }
         });
         harness.publish("slow-1", "x");
+        assertThat(blocked.await(10, TimeUnit.SECONDS)).isTrue();
+        harness.ticker.advance(Duration.ofMillis(101));
         await().until(() -> count(runtime, "processed") == 1);
         assertThat(calls).hasValue(2);
         assertThat(count(runtime, "retried")).isEqualTo(1);
@@ -463,7 +469,7 @@ class PipelineSemanticsTest {
     @Test
     void leaseIsRenewedWhileALongHandlerRuns() throws Exception {
         // Real time here: a 1s lease, a handler that runs for 2.5s.
-        PipelineHarness realTime = new PipelineHarness();
+        PipelineHarness realTime = PipelineHarness.realTime();
         DedupStore systemClockStore = new dev.idem.store.caffeine.CaffeineDedupStoreProvider().create(
                 dev.idem.testkit.TestPluginConfig.defaults("store.caffeine",
                         new dev.idem.store.caffeine.CaffeineDedupStoreProvider().configSpec()),

@@ -1,0 +1,94 @@
+package dev.idem.runtime.pipeline;
+
+import dev.idem.spi.StoreException;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Plain mode: the handler runs under the key's claim, then the key is completed in the store, then
+ * the message is acked. Also runs unprotected messages (no key, or a fingerprint mismatch set to
+ * {@code process}): no claim, no completion.
+ */
+final class ClaimedRun extends RunStrategy {
+
+    private static final Logger log = LoggerFactory.getLogger(ClaimedRun.class);
+    private static final int COMPLETE_TRIES = 8;
+
+    ClaimedRun(PipelineState state, Settlement settle) {
+        super(state, settle);
+    }
+
+    @Override
+    Step execute(Work w) {
+        if (s.storeDown && w.claimed) {
+            // The claim stays until its lease ends; the redelivery is deferred until then, then taken over.
+            s.metrics.storeUnavailable.count(w);
+            settle.retryLater(w, PipelineTiming.STORE_BACKOFF_MAX);
+            return Step.HANDED_BACK;
+        }
+        w.runs++;
+        Throwable failure = runHandler(w, null);
+        if (failure == null) {
+            return commit(w);
+        }
+        Step retry = retryOrGiveUp(w, failure);
+        if (retry != null) {
+            return retry;
+        }
+        s.metrics.failed.count(w);
+        if (w.leaseLost) {
+            // Another consumer owns the key now and runs it; this copy goes back to find its outcome.
+            s.metrics.leaseLost.count(w);
+            settle.retryLater(w, Duration.ZERO);
+            return Step.HANDED_BACK;
+        }
+        log.warn("Pipeline '{}': {} failed after {} run(s); dead-lettering it: {}", s.namespace, w.describe(), w.runs,
+                failure.toString());
+        settle.deadLetter(w, causeOf(failure), failure.toString(), attemptOf(w));
+        return Step.NEXT;
+    }
+
+    private Step commit(Work w) {
+        if (!w.claimed) {
+            s.metrics.processed.count(w);
+            settle.ack(w);
+            return Step.NEXT;
+        }
+        Duration backoff = PipelineTiming.STORE_BACKOFF_MIN;
+        for (int attempt = 1; ; attempt++) {
+            long start = System.nanoTime();
+            try {
+                boolean completed = s.store.complete(w.storeKey, w.token, s.config.retention());
+                s.metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+                s.storeDown = false;
+                w.claimed = false;
+                if (completed) {
+                    s.metrics.processed.count(w);
+                    settle.ack(w);
+                    return Step.NEXT;
+                }
+                // Our lease ran out and another consumer took the key over: it decides the outcome.
+                s.metrics.leaseLost.count(w);
+                log.warn("Pipeline '{}': {} was handled but its lease had been taken over before completion;"
+                        + " the new owner completes it", s.namespace, w.describe());
+                settle.retryLater(w, Duration.ZERO);
+                return Step.HANDED_BACK;
+            } catch (StoreException e) {
+                s.metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+                s.storeDown |= e.retriable();
+                if (attempt >= COMPLETE_TRIES || !PipelineTiming.pause(backoff, s::aborting)) {
+                    s.metrics.commitFailed.count(w);
+                    log.error("Pipeline '{}': {} was handled but its completion could not be stored ({});"
+                            + " not acking it: it will run again once its lease ends", s.namespace, w.describe(),
+                            e.getMessage());
+                    w.claimed = false;
+                    settle.retryLater(w, Duration.ZERO);
+                    return Step.HANDED_BACK;
+                }
+                backoff = backoff.multipliedBy(2);
+            }
+        }
+    }
+}

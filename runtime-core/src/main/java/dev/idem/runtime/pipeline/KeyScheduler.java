@@ -1,0 +1,367 @@
+package dev.idem.runtime.pipeline;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * Dispatches works to a pool of {@code concurrency} workers by ordering key, the way Confluent's
+ * Parallel Consumer schedules by key: one FIFO queue per ordering key that has work, and any idle
+ * worker takes the next runnable key. A key is runnable while none of its messages runs or is
+ * parked, so its messages run one at a time and in order, while other keys go on.
+ *
+ * <ul>
+ *   <li>A run that must wait (retry back-off, a key another consumer holds) parks its key on a timer
+ *       with the work still at the head; no thread waits, and the key's later messages stay behind it.
+ *   <li>A run that hands its work back to the broker hands the key's queued works back with it, so
+ *       no later message of the key runs before the redelivery of an earlier one.
+ *   <li>A suspect (a key taken over after a lease ran out) runs alone: no other work of the pipeline
+ *       starts until the running ones finish, and none starts while the suspect runs.
+ *   <li>Keys are served round-robin: after each message its key goes to the back of the line, so no
+ *       busy key starves the others. A key's queue is dropped as soon as it is empty.
+ * </ul>
+ *
+ * <p>Thread-safe. One lock guards the queues; runs happen outside it. Memory is bounded by the
+ * pipeline's in-flight limit, which counts every work handed in.
+ */
+final class KeyScheduler {
+
+    private static final Logger log = LoggerFactory.getLogger(KeyScheduler.class);
+
+    /** What the scheduler runs; called from worker threads without the scheduler's lock. */
+    interface Runner {
+        /**
+         * Runs {@code work} once and says what comes next for its key; must not throw.
+         *
+         * @param alone whether the scheduler guarantees that nothing else of the pipeline runs meanwhile
+         */
+        Step run(Work work, boolean alone);
+
+        /** Hands a queued work that will not run back to the broker, giving up its claim. */
+        void handBack(Work work);
+    }
+
+    private static final class KeyQueue {
+        /** The ordering key, or {@code null} for a work ordered with nothing (never in the map). */
+        final Object key;
+        final ArrayDeque<Work> works = new ArrayDeque<>(2);
+
+        KeyQueue(Object key) {
+            this.key = key;
+        }
+    }
+
+    private final Runner runner;
+    private final DelayedTasks timers;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition workReady = lock.newCondition();
+    private final Map<Object, KeyQueue> queues = new HashMap<>();
+    private final ArrayDeque<KeyQueue> ready = new ArrayDeque<>();
+    /** Keys whose head is a suspect, waiting for the pipeline to be quiet. */
+    private final ArrayDeque<KeyQueue> suspects = new ArrayDeque<>();
+    private final Set<KeyQueue> parked = new HashSet<>();
+    private final Thread[] workers;
+    private int running;
+    private int waitingWorkers;
+    /** The suspect's key while it runs alone. */
+    private KeyQueue isolated;
+    private boolean aborting;
+    private boolean closed;
+
+    KeyScheduler(String pipeline, int concurrency, ClassLoader handlerLoader, Runner runner, DelayedTasks timers) {
+        this.runner = runner;
+        this.timers = timers;
+        this.workers = new Thread[concurrency];
+        AtomicInteger count = new AtomicInteger();
+        for (int i = 0; i < concurrency; i++) {
+            Thread t = new Thread(() -> {
+                MDC.put(Pipeline.MDC_PIPELINE, pipeline);
+                work();
+            }, "idem-" + pipeline + "-" + count.incrementAndGet());
+            t.setDaemon(true);
+            t.setContextClassLoader(handlerLoader);
+            workers[i] = t;
+        }
+        for (Thread t : workers) {
+            t.start();
+        }
+    }
+
+    /** Queues works in list order behind their keys' earlier works. Hands them back if aborting. */
+    void submit(List<Work> works) {
+        int added = 0;
+        lock.lock();
+        try {
+            if (!aborting && !closed) {
+                for (Work w : works) {
+                    if (enqueue(w)) {
+                        added++;
+                    }
+                }
+                for (int i = Math.min(added, waitingWorkers); i > 0; i--) {
+                    workReady.signal();
+                }
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        works.forEach(runner::handBack);
+    }
+
+    /** Whether the work made a key runnable. */
+    private boolean enqueue(Work w) {
+        Object key = w.orderKey;
+        if (key == null) {
+            KeyQueue single = new KeyQueue(null);
+            single.works.add(w);
+            ready.addLast(single);
+            return true;
+        }
+        KeyQueue q = queues.get(key);
+        if (q != null) {
+            q.works.addLast(w);
+            return false;
+        }
+        q = new KeyQueue(key);
+        q.works.add(w);
+        queues.put(key, q);
+        ready.addLast(q);
+        return true;
+    }
+
+    private void work() {
+        KeyQueue current = null;
+        Step step = null;
+        List<Work> handBack = null;
+        while (true) {
+            boolean alone = false;
+            lock.lock();
+            try {
+                if (current != null) {
+                    handBack = finish(current, step);
+                    current = null;
+                }
+                if (handBack == null) {
+                    current = take();
+                    alone = current != null && current == isolated;
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (handBack != null) {
+                handBack.forEach(runner::handBack);
+                handBack = null;
+                continue;
+            }
+            if (current == null) {
+                return;
+            }
+            Work head = current.works.peekFirst();
+            try {
+                step = runner.run(head, alone);
+            } catch (Throwable t) {
+                log.error("A pipeline worker failed on {}; handing it back", head.describe(), t);
+                runner.handBack(head);
+                step = Step.HANDED_BACK;
+                if (t instanceof VirtualMachineError) {
+                    lock.lock();
+                    try {
+                        handBack = finish(current, step);
+                    } finally {
+                        lock.unlock();
+                    }
+                    handBack.forEach(runner::handBack);
+                    throw (VirtualMachineError) t;
+                }
+            }
+        }
+    }
+
+    /** The next key to run, or {@code null} once closed. Called under the lock; may wait. */
+    private KeyQueue take() {
+        while (!closed) {
+            if (isolated == null) {
+                if (!suspects.isEmpty()) {
+                    if (running == 0) {
+                        isolated = suspects.pollFirst();
+                        running++;
+                        return isolated;
+                    }
+                } else {
+                    KeyQueue q = ready.pollFirst();
+                    if (q != null) {
+                        if (q.works.peekFirst().suspect) {
+                            suspects.addLast(q);
+                            continue;
+                        }
+                        running++;
+                        return q;
+                    }
+                }
+            }
+            waitingWorkers++;
+            try {
+                workReady.awaitUninterruptibly();
+            } finally {
+                waitingWorkers--;
+            }
+        }
+        return null;
+    }
+
+    /** Applies a run's step to its key; returns works to hand back, or {@code null}. Under the lock. */
+    private List<Work> finish(KeyQueue q, Step step) {
+        running--;
+        List<Work> handBack = null;
+        switch (step.kind()) {
+            case NEXT -> {
+                q.works.pollFirst();
+                if (aborting && !q.works.isEmpty()) {
+                    handBack = drain(q);
+                } else {
+                    requeueOrDrop(q);
+                }
+            }
+            case PARK -> {
+                if (aborting) {
+                    handBack = drain(q);
+                } else if (step.parkNanos() == 0) {
+                    ready.addLast(q);
+                } else {
+                    parked.add(q);
+                    timers.schedule(step.parkNanos(), () -> unpark(q));
+                }
+            }
+            case ISOLATE -> {
+                if (aborting) {
+                    handBack = drain(q);
+                } else {
+                    suspects.addLast(q);
+                }
+            }
+            case HANDED_BACK -> {
+                q.works.pollFirst();
+                handBack = drain(q);
+            }
+        }
+        if (q == isolated) {
+            isolated = null;
+            workReady.signalAll();
+        } else if (running == 0 && (!suspects.isEmpty() || closed)) {
+            workReady.signalAll();
+        } else if (!ready.isEmpty() && waitingWorkers > 0 && running + 1 < workers.length) {
+            workReady.signal();
+        }
+        return handBack;
+    }
+
+    private void requeueOrDrop(KeyQueue q) {
+        if (!q.works.isEmpty()) {
+            ready.addLast(q);
+        } else if (q.key != null) {
+            queues.remove(q.key);
+        }
+    }
+
+    private List<Work> drain(KeyQueue q) {
+        List<Work> rest = new ArrayList<>(q.works);
+        q.works.clear();
+        if (q.key != null) {
+            queues.remove(q.key, q);
+        }
+        return rest;
+    }
+
+    private void unpark(KeyQueue q) {
+        List<Work> handBack = null;
+        lock.lock();
+        try {
+            if (!parked.remove(q)) {
+                return;
+            }
+            if (aborting) {
+                handBack = drain(q);
+            } else {
+                ready.addLast(q);
+                if (waitingWorkers > 0) {
+                    workReady.signal();
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (handBack != null) {
+            handBack.forEach(runner::handBack);
+        }
+    }
+
+    /**
+     * Stops running queued work: every work not running now (queued, parked, waiting to run alone) is
+     * handed back, and so is whatever a running work's key still holds once that run returns.
+     */
+    void abort() {
+        List<Work> handBack = new ArrayList<>();
+        lock.lock();
+        try {
+            aborting = true;
+            for (ArrayDeque<KeyQueue> waiting : List.of(ready, suspects)) {
+                for (KeyQueue q : waiting) {
+                    handBack.addAll(drain(q));
+                }
+                waiting.clear();
+            }
+            for (KeyQueue q : parked) {
+                handBack.addAll(drain(q));
+            }
+            parked.clear();
+        } finally {
+            lock.unlock();
+        }
+        handBack.forEach(runner::handBack);
+    }
+
+    /** Lets the workers end after their current run; call once the pipeline drained or {@link #abort aborted}. */
+    void shutdown() {
+        lock.lock();
+        try {
+            closed = true;
+            workReady.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits for the workers to end; true if all did before the deadline (System.nanoTime). */
+    boolean awaitTermination(long deadlineNanos) throws InterruptedException {
+        for (Thread t : workers) {
+            long left = deadlineNanos - System.nanoTime();
+            if (left > 0) {
+                TimeUnit.NANOSECONDS.timedJoin(t, left);
+            }
+            if (t.isAlive()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Interrupts the workers, which end after their current run. */
+    void shutdownNow() {
+        shutdown();
+        for (Thread t : workers) {
+            t.interrupt();
+        }
+    }
+}

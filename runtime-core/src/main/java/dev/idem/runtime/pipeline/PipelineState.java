@@ -1,0 +1,67 @@
+package dev.idem.runtime.pipeline;
+
+import dev.idem.api.MessageHandler;
+import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.TransactionalDedupStore;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+
+/**
+ * What the stages of one pipeline share: its settings, store, metrics and clock, its phase, whether
+ * the store is down, the keys it holds and the batches the lease keeper watches. Thread-safe.
+ */
+final class PipelineState {
+
+    enum Phase { NEW, RUNNING, DRAINING, ABORTING, STOPPED }
+
+    final PipelineConfig config;
+    final String namespace;
+    final MessageHandler handler;
+    final DedupStore store;
+    /** The store, in transactional mode; {@code null} otherwise. */
+    final TransactionalDedupStore transactionalStore;
+    final PipelineMetrics metrics;
+    final InFlightLimit limit;
+    final LongSupplier ticker;
+    final System.Logger handlerLogger;
+    /** Claims this pipeline holds, by idempotency key: a copy that comes while one is held follows it. */
+    final Map<String, Work> heldKeys = new ConcurrentHashMap<>();
+    /** Dispatched batches with works not yet settled: what the lease keeper watches. */
+    final Set<Batch> tracked = ConcurrentHashMap.newKeySet();
+
+    volatile Phase phase = Phase.NEW;
+    /**
+     * Set when a store call failed retriably, cleared when one succeeds. While set, no handler run
+     * starts in plain mode: its completion could not be written, and it would run again once the store is back.
+     */
+    volatile boolean storeDown;
+
+    PipelineState(PipelineConfig config, MessageHandler handler, DedupStore store,
+            TransactionalDedupStore transactionalStore, PipelineMetrics metrics, LongSupplier ticker) {
+        this.config = config;
+        this.namespace = config.name();
+        this.handler = handler;
+        this.store = store;
+        this.transactionalStore = transactionalStore;
+        this.metrics = metrics;
+        this.limit = new InFlightLimit(config.maxInFlight());
+        this.ticker = ticker;
+        this.handlerLogger = System.getLogger("idem.handler." + config.name());
+    }
+
+    long now() {
+        return ticker.getAsLong();
+    }
+
+    boolean running() {
+        return phase == Phase.RUNNING;
+    }
+
+    boolean aborting() {
+        Phase p = phase;
+        return p == Phase.ABORTING || p == Phase.STOPPED;
+    }
+}

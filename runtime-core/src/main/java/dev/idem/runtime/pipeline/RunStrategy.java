@@ -1,0 +1,81 @@
+package dev.idem.runtime.pipeline;
+
+import dev.idem.api.NonRetryableException;
+import dev.idem.runtime.config.RetryPolicy;
+import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * How one claimed work's handler runs and is committed: {@link ClaimedRun} (run, then complete the
+ * key) or {@link TransactionalRun} (the handler and the key's completion in one database transaction).
+ * One {@link #execute} is one handler run; a retry parks the key and comes back here.
+ */
+abstract class RunStrategy {
+
+    private static final Logger log = LoggerFactory.getLogger(RunStrategy.class);
+
+    final PipelineState s;
+    final Settlement settle;
+
+    RunStrategy(PipelineState state, Settlement settle) {
+        this.s = state;
+        this.settle = settle;
+    }
+
+    /** Runs the handler once and settles or parks; says what comes next for the work's ordering key. */
+    abstract Step execute(Work w);
+
+    /** The run number the handler sees: runs of earlier owners that never completed, plus this process's. */
+    static int attemptOf(Work w) {
+        return w.storeAttempt - 1 + w.runs;
+    }
+
+    /** Runs the handler once with its timeout; returns its failure, or null on success. */
+    Throwable runHandler(Work w, StoreTransaction transaction) {
+        long start = s.now();
+        long deadline = start + s.config.handlerTimeout().toNanos();
+        w.beginRun(deadline);
+        Throwable failure = null;
+        MDC.put(Pipeline.MDC_KEY, w.key);
+        try {
+            s.handler.handle(new DeliveredMessage(w.message, w.key, attemptOf(w)),
+                    new RunContext(s.namespace, s.handlerLogger, deadline, s.ticker, transaction));
+        } catch (Throwable t) {
+            failure = t;
+        } finally {
+            MDC.remove(Pipeline.MDC_KEY);
+            w.endRun();
+            s.metrics.handler.record(s.now() - start, TimeUnit.NANOSECONDS);
+        }
+        if (failure instanceof VirtualMachineError vme) {
+            throw vme;
+        }
+        return failure;
+    }
+
+    /**
+     * After a failed run: parks the key for the back-off if another run is allowed, hands the work back
+     * if the pipeline is aborting; {@code null} when the failure is final.
+     */
+    Step retryOrGiveUp(Work w, Throwable failure) {
+        if (s.aborting()) {
+            settle.abandon(w);
+            return Step.HANDED_BACK;
+        }
+        RetryPolicy retry = s.config.retry();
+        if (failure instanceof NonRetryableException || w.runs >= retry.maxAttempts() || w.leaseLost) {
+            return null;
+        }
+        s.metrics.retried.count(w);
+        log.debug("Pipeline '{}': {} failed on run {} ({}); retrying", s.namespace, w.describe(), w.runs,
+                failure.toString());
+        return Step.park(retry.backoffBefore(w.runs + 1).toNanos());
+    }
+
+    static String causeOf(Throwable failure) {
+        return failure instanceof NonRetryableException ? "non-retryable" : "handler-failed";
+    }
+}

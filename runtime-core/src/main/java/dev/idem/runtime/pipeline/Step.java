@@ -1,0 +1,28 @@
+package dev.idem.runtime.pipeline;
+
+/**
+ * What one run of a work asks of the {@link KeyScheduler} once it returns: go on with the key's next
+ * message, park the key on a timer with this work still at its head, run it again alone (a suspect), or
+ * hand the key's queued messages back to the broker behind this one.
+ */
+record Step(Kind kind, long parkNanos) {
+
+    enum Kind {
+        /** The work is settled (or its outcome belongs to another work): the key's next message may run. */
+        NEXT,
+        /** The work stays at the key's head; the key runs again after {@link #parkNanos}. */
+        PARK,
+        /** The work is a suspect: run it again, alone. */
+        ISOLATE,
+        /** The work went back to the broker unfinished: the key's later messages go back with it. */
+        HANDED_BACK
+    }
+
+    static final Step NEXT = new Step(Kind.NEXT, 0);
+    static final Step ISOLATE = new Step(Kind.ISOLATE, 0);
+    static final Step HANDED_BACK = new Step(Kind.HANDED_BACK, 0);
+
+    static Step park(long nanos) {
+        return new Step(Kind.PARK, Math.max(0, nanos));
+    }
+}
