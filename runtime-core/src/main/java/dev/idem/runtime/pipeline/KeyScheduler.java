@@ -332,6 +332,16 @@ final class KeyScheduler {
         handBack.forEach(runner::handBack);
     }
 
+    /** Ordering keys with a queue now: a key that went idle holds none. */
+    int keysHeld() {
+        lock.lock();
+        try {
+            return queues.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Lets the workers end after their current run; call once the pipeline drained or {@link #abort aborted}. */
     void shutdown() {
         lock.lock();

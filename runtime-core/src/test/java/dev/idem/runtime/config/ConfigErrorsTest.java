@@ -14,7 +14,7 @@ class ConfigErrorsTest {
 
     private static final String PIPELINE_KEYS = "[source, handler, missing-id, fingerprint, fingerprint-mismatch,"
             + " ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, max-deliveries,"
-            + " dead-letter, transactional, id]";
+            + " dead-letter, transactional, id, ordering-key]";
 
     @Test
     void negativeDurationIsRejectedNamingPathValueAndRule() {
