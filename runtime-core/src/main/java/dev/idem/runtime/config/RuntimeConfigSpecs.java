@@ -121,8 +121,9 @@ public final class RuntimeConfigSpecs {
 
     public static final ConfigKey<Integer> MAX_DELIVERIES = ConfigKey.integer("max-deliveries").defaultValue(5)
             .atLeast(1).atMost(1000)
-            .doc("Claims of one key that never completed (a consumer crashed mid-run) before the message is"
-                    + " dead-lettered without running the handler again.");
+            .doc("Handler runs of one key that started and never completed (the consumer crashed mid-run) before"
+                    + " the message is dead-lettered without running again. Counted for keys taken over after a lease"
+                    + " ran out, which run alone, so messages in flight beside a crash are not blamed.");
 
     public static final ConfigKey<String> DEAD_LETTER = ConfigKey.string("dead-letter")
             .validate(s -> !s.isBlank(), "not be blank")
