@@ -27,6 +27,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -58,6 +59,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  * ({@code complete}, {@code release} and {@code renew} only for the current owner), lease and
  * retention expiry to the nanosecond of the store's clock, payload fingerprints, batches (repeated
  * keys, request order), namespaces, keys holding any text, and 32 threads racing on the same keys.
+ * Recorded starts ({@code recordStart}): counted from 1 per key, only for the current owner, kept across
+ * takeovers, forgotten with the key, distinct under racing threads, and changing neither the lease nor
+ * the attempts that claims report. Every store must record them: one that answers
+ * {@link DedupStore#STARTS_NOT_RECORDED} (the SPI's default) fails those tests, since the runtime would
+ * then blame the keys that were merely in flight beside a crash.
  * Every call a test makes is recorded; after each test the suite also checks, across all of them:
  * no fencing token was handed out twice, every token the store accepted was one it had handed out
  * for that key, no key was acquired twice without a release or a passage of time in between,
@@ -99,6 +105,7 @@ public abstract class DedupStoreContract {
 
     private static final int RACING_THREADS = 32;
     private static final int RACED_KEYS = 1_000;
+    private static final int STARTS_PER_THREAD = 8;
 
     private ManualTicker ticker;
     private DedupStore created;
@@ -378,6 +385,186 @@ public abstract class DedupStoreContract {
         assertThat(takeover.attempt()).as("the renewed lease ended").isEqualTo(2);
     }
 
+    // ---------------------------------------------------------------- recorded starts
+
+    @Test
+    void recordStartOfClaimedKeyCountsStartsFromOne() {
+        StoreKey key = key("order-1");
+        Acquired owner = acquire(key);
+
+        assertThat(recordStart(key, owner.token())).as("the first start").isEqualTo(1);
+        assertThat(recordStart(key, owner.token())).as("the second start").isEqualTo(2);
+        assertThat(store.complete(key, owner.token(), RETENTION)).as("the owner's complete").isTrue();
+    }
+
+    @Test
+    void recordStartWithAnotherTokenIsRejectedAndRecordsNothing() {
+        StoreKey key = key("order-1");
+        Acquired owner = acquire(key);
+
+        assertThat(recordStart(key, owner.token() + 1)).as("a start with another token").isZero();
+        assertThat(recordStart(key, owner.token())).as("the owner's first start").isEqualTo(1);
+        assertThat(recordStart(key, owner.token() - 1)).as("a start with another token").isZero();
+        assertThat(recordStart(key, owner.token())).as("the owner's second start").isEqualTo(2);
+    }
+
+    @Test
+    void recordStartByStaleOwnerAfterTakeoverIsRejectedAndRecordsNothing() {
+        StoreKey key = key("order-1");
+        Acquired stale = acquire(key);
+        assertThat(recordStart(key, stale.token())).isEqualTo(1);
+        advance(LEASE);
+        Acquired owner = acquire(key);
+
+        assertThat(recordStart(key, stale.token())).as("the stale owner's start").isZero();
+        assertThat(recordStart(key, owner.token())).as("the new owner's start").isEqualTo(2);
+    }
+
+    @Test
+    void recordedStartsSurviveTakeoverAfterLeaseRanOut() {
+        StoreKey key = key("order-1");
+        Acquired first = acquire(key);
+        assertThat(recordStart(key, first.token())).isEqualTo(1);
+
+        advance(LEASE);
+        Acquired second = acquire(key);
+
+        assertThat(second.attempt()).isEqualTo(2);
+        assertThat(recordStart(key, second.token())).as("the first start after the takeover").isEqualTo(2);
+    }
+
+    @Test
+    void recordedStartsSurviveSeveralTakeoversAndCountOnlyRecordedStarts() {
+        // Starts and attempts are counted apart: an owner may die before recording a start (then the takeover
+        // adds an attempt and no start), and one owner may record several.
+        StoreKey key = key("order-1");
+        acquire(key);
+
+        advance(LEASE);
+        Acquired second = acquire(key);
+        assertThat(second.attempt()).isEqualTo(2);
+        assertThat(recordStart(key, second.token())).as("attempt 2's start").isEqualTo(1);
+
+        advance(LEASE);
+        assertThat(acquire(key).attempt()).as("a takeover whose owner records no start").isEqualTo(3);
+
+        advance(LEASE);
+        Acquired fourth = acquire(key);
+        assertThat(fourth.attempt()).isEqualTo(4);
+        assertThat(recordStart(key, fourth.token())).as("attempt 4's first start").isEqualTo(2);
+        assertThat(recordStart(key, fourth.token())).as("attempt 4's second start").isEqualTo(3);
+
+        advance(LEASE);
+        Acquired fifth = acquire(key);
+        assertThat(fifth.attempt()).isEqualTo(5);
+        assertThat(recordStart(key, fifth.token())).as("attempt 5's start").isEqualTo(4);
+        assertThat(store.complete(key, fifth.token(), RETENTION)).isTrue();
+    }
+
+    @Test
+    void renewKeepsRecordedStarts() {
+        StoreKey key = key("order-1");
+        Acquired owner = acquire(key);
+        assertThat(recordStart(key, owner.token())).isEqualTo(1);
+
+        assertThat(store.renew(key, owner.token(), LEASE)).isTrue();
+
+        assertThat(recordStart(key, owner.token())).as("the start after the renewal").isEqualTo(2);
+    }
+
+    @Test
+    void releaseForgetsRecordedStarts() {
+        StoreKey key = key("order-1");
+        acquire(key);
+        advance(LEASE);
+        Acquired released = acquire(key);
+        assertThat(recordStart(key, released.token())).isEqualTo(1);
+        assertThat(recordStart(key, released.token())).isEqualTo(2);
+
+        assertThat(store.release(key, released.token())).isTrue();
+        Acquired fresh = acquire(key);
+
+        assertThat(fresh.attempt()).isEqualTo(1);
+        assertThat(recordStart(key, released.token())).as("the released owner's start").isZero();
+        assertThat(recordStart(key, fresh.token())).as("the first start after the release").isEqualTo(1);
+    }
+
+    @Test
+    void recordedStartsAreForgottenWithAnAbandonedClaimOnceItsRetentionRunsOut() {
+        StoreKey key = key("order-1");
+        Acquired abandoned = acquire(key);
+        assertThat(recordStart(key, abandoned.token())).isEqualTo(1);
+
+        advance(LEASE.plus(CLAIM_RETENTION));
+        Acquired fresh = acquire(key);
+
+        assertThat(fresh.attempt()).as("forgotten, so fresh").isEqualTo(1);
+        assertThat(recordStart(key, fresh.token())).as("the first start of the fresh claim").isEqualTo(1);
+    }
+
+    @Test
+    void recordStartOfCompletedKeyIsRejected() {
+        StoreKey key = key("order-1");
+        Acquired owner = acquire(key);
+        assertThat(recordStart(key, owner.token())).isEqualTo(1);
+        assertThat(store.complete(key, owner.token(), RETENTION)).isTrue();
+
+        assertThat(recordStart(key, owner.token())).as("a start of the completed key").isZero();
+        assertThat(claim(key)).isEqualTo(new Duplicate(true));
+        assertThat(store.complete(key, owner.token(), RETENTION)).as("a retried complete").isTrue();
+    }
+
+    @Test
+    void recordStartOfAbsentKeyIsRejectedAndLeavesNothingBehind() {
+        StoreKey key = key("never-claimed");
+
+        assertThat(recordStart(key, 1)).isZero();
+
+        Acquired owner = acquire(key);
+        assertThat(owner.attempt()).as("nothing was left behind").isEqualTo(1);
+        assertThat(recordStart(key, owner.token())).isEqualTo(1);
+    }
+
+    @Test
+    void recordStartNeitherRenewsTheLeaseNorCountsAnAttempt() {
+        StoreKey key = key("order-1");
+        acquire(key);
+        advance(LEASE);
+        Acquired owner = acquire(key);
+        Duration half = LEASE.dividedBy(2);
+
+        advance(half);
+        assertThat(recordStart(key, owner.token())).isEqualTo(1);
+        assertThat(recordStart(key, owner.token())).isEqualTo(2);
+
+        assertInProgressEndingWithin(claim(key), half);
+        advance(half);
+        Acquired next = acquire(key);
+        assertThat(next.attempt()).as("the lease ended when it would have; attempts count claims, not starts")
+                .isEqualTo(3);
+        assertThat(recordStart(key, next.token())).isEqualTo(3);
+    }
+
+    @Test
+    void recordedStartsAreKeptPerKeyAndNamespace() {
+        StoreKey key = key("order-1");
+        StoreKey otherId = key("order-2");
+        StoreKey otherNamespace = new StoreKey(namespace + "-other", "order-1");
+        Acquired owner = acquire(key);
+        Acquired otherIdOwner = acquire(otherId);
+        Acquired otherNamespaceOwner = acquire(otherNamespace);
+
+        assertThat(recordStart(key, owner.token())).isEqualTo(1);
+        assertThat(recordStart(key, owner.token())).isEqualTo(2);
+        assertThat(recordStart(key, owner.token())).isEqualTo(3);
+
+        assertThat(recordStart(otherId, otherIdOwner.token())).as("another id's first start").isEqualTo(1);
+        assertThat(recordStart(otherNamespace, otherNamespaceOwner.token())).as("another namespace's first start")
+                .isEqualTo(1);
+        assertThat(recordStart(otherId, owner.token())).as("a start of another key with this key's token").isZero();
+        assertThat(recordStart(key, owner.token())).isEqualTo(4);
+    }
+
     // ---------------------------------------------------------------- fingerprints
 
     @Test
@@ -598,6 +785,41 @@ public abstract class DedupStoreContract {
                 .containsOnly(new Duplicate(true));
     }
 
+    @Test
+    @Timeout(value = 2, unit = TimeUnit.MINUTES)
+    void concurrentRecordStartsOfOneKeyCountEveryStartOnce() throws Exception {
+        StoreKey key = key("order-1");
+        Acquired stale = acquire(key);
+        advance(LEASE);
+        Acquired owner = acquire(key);
+        Queue<Integer> counted = new ConcurrentLinkedQueue<>();
+        Queue<String> unexpected = new ConcurrentLinkedQueue<>();
+        CyclicBarrier start = new CyclicBarrier(RACING_THREADS);
+
+        // A quarter of the threads hold the stale owner's token: they must record nothing, even mid-race.
+        runOnThreads(thread -> {
+            boolean staleThread = thread % 4 == 3;
+            long token = staleThread ? stale.token() : owner.token();
+            start.await(30, TimeUnit.SECONDS);
+            for (int i = 0; i < STARTS_PER_THREAD; i++) {
+                int starts = recordStart(key, token);
+                if (staleThread && starts != 0) {
+                    unexpected.add("the stale owner's start answered " + starts);
+                } else if (!staleThread) {
+                    counted.add(starts);
+                }
+            }
+        });
+
+        int total = (RACING_THREADS - RACING_THREADS / 4) * STARTS_PER_THREAD;
+        assertThat(unexpected).isEmpty();
+        assertThat(counted.stream().sorted().toList()).as("the owner's starts, each counted once")
+                .isEqualTo(IntStream.rangeClosed(1, total).boxed().toList());
+        assertThat(recordStart(key, owner.token())).as("the start after the race").isEqualTo(total + 1);
+        assertInProgressEndingWithin(claim(key), LEASE);
+        assertThat(store.complete(key, owner.token(), RETENTION)).isTrue();
+    }
+
     // ---------------------------------------------------------------- helpers
 
     /** Ids a store must keep exactly: text that breaks naive quoting, encoding or key joining. */
@@ -648,6 +870,18 @@ public abstract class DedupStoreContract {
         return acquire(request(key));
     }
 
+    /**
+     * Records a start through the store under test, failing at once on the SPI's default answer: a store
+     * that records no starts has not implemented {@code recordStart}, which this contract requires.
+     */
+    private int recordStart(StoreKey key, long token) {
+        int starts = store.recordStart(key, token);
+        assertThat(starts).as("recordStart of %s answered DedupStore.STARTS_NOT_RECORDED, the SPI's default: "
+                + "the contract requires the store to record starts (see DedupStore.recordStart)", key)
+                .isNotEqualTo(DedupStore.STARTS_NOT_RECORDED);
+        return starts;
+    }
+
     private Acquired acquire(ClaimRequest request) {
         ClaimResult result = claim(request);
         assertThat(result).as("claim of %s", request.key()).isInstanceOf(Acquired.class);
@@ -696,10 +930,10 @@ public abstract class DedupStoreContract {
      */
     private static final class RecordingStore implements DedupStore {
 
-        private enum Kind { CLAIM, COMPLETE, RELEASE, RENEW }
+        private enum Kind { CLAIM, COMPLETE, RELEASE, RENEW, RECORD_START }
 
         private record Call(Kind kind, int epoch, StoreKey key, Duration lease, ClaimResult result,
-                long token, boolean accepted) {
+                long token, boolean accepted, int starts) {
         }
 
         private record Slot(int epoch, StoreKey key) {
@@ -725,7 +959,7 @@ public abstract class DedupStoreContract {
             assertThat(results).as("claim results, one per request").hasSize(requests.size()).doesNotContainNull();
             for (int i = 0; i < requests.size(); i++) {
                 ClaimRequest r = requests.get(i);
-                calls.add(new Call(Kind.CLAIM, now, r.key(), r.lease(), results.get(i), 0, false));
+                calls.add(new Call(Kind.CLAIM, now, r.key(), r.lease(), results.get(i), 0, false, 0));
             }
             return results;
         }
@@ -734,7 +968,7 @@ public abstract class DedupStoreContract {
         public boolean complete(StoreKey key, long token, Duration retention) {
             int now = epoch;
             boolean accepted = store.complete(key, token, retention);
-            calls.add(new Call(Kind.COMPLETE, now, key, null, null, token, accepted));
+            calls.add(new Call(Kind.COMPLETE, now, key, null, null, token, accepted, 0));
             return accepted;
         }
 
@@ -742,7 +976,7 @@ public abstract class DedupStoreContract {
         public boolean release(StoreKey key, long token) {
             int now = epoch;
             boolean accepted = store.release(key, token);
-            calls.add(new Call(Kind.RELEASE, now, key, null, null, token, accepted));
+            calls.add(new Call(Kind.RELEASE, now, key, null, null, token, accepted, 0));
             return accepted;
         }
 
@@ -750,8 +984,16 @@ public abstract class DedupStoreContract {
         public boolean renew(StoreKey key, long token, Duration lease) {
             int now = epoch;
             boolean accepted = store.renew(key, token, lease);
-            calls.add(new Call(Kind.RENEW, now, key, lease, null, token, accepted));
+            calls.add(new Call(Kind.RENEW, now, key, lease, null, token, accepted, 0));
             return accepted;
+        }
+
+        @Override
+        public int recordStart(StoreKey key, long token) {
+            int now = epoch;
+            int starts = store.recordStart(key, token);
+            calls.add(new Call(Kind.RECORD_START, now, key, null, null, token, starts > 0, starts));
+            return starts;
         }
 
         @Override
@@ -795,6 +1037,10 @@ public abstract class DedupStoreContract {
                                 || p.retryAfter().compareTo(longestLease) > 0)) {
                     violations.add("retryAfter " + p.retryAfter() + " for " + call.key()
                             + " is not within (0, " + longestLease + "], the longest lease asked for");
+                }
+                if (call.kind() == Kind.RECORD_START && call.starts() < 0) {
+                    violations.add("recordStart of " + call.key() + " answered " + call.starts()
+                            + "; a store records starts (at least 1) or answers 0 for a token not the owner's");
                 }
                 if (call.accepted() && !call.key().equals(tokenOwners.get(call.token()))) {
                     violations.add(call.kind() + " of " + call.key() + " accepted token " + call.token()

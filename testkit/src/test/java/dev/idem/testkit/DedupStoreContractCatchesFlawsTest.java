@@ -34,7 +34,17 @@ class DedupStoreContractCatchesFlawsTest {
                 Arguments.of(IgnoresCase.class, "keysThatDifferOnlyInCaseSpaceOrNormalisationAreDistinct"),
                 Arguments.of(Racy.class, "concurrentClaimsOfSameKeysAcquireEachKeyExactlyOnce"),
                 // Only the invariant check after the test sees tokens repeat across keys here.
-                Arguments.of(ReusesTokens.class, "batchResultsComeBackInRequestOrder"));
+                Arguments.of(ReusesTokens.class, "batchResultsComeBackInRequestOrder"),
+                Arguments.of(IgnoresTokens.class, "recordStartWithAnotherTokenIsRejectedAndRecordsNothing"),
+                Arguments.of(IgnoresTokens.class, "recordStartByStaleOwnerAfterTakeoverIsRejectedAndRecordsNothing"),
+                Arguments.of(RecordsNoStarts.class, "recordStartOfClaimedKeyCountsStartsFromOne"),
+                Arguments.of(RecordsNoStarts.class, "recordStartOfAbsentKeyIsRejectedAndLeavesNothingBehind"),
+                Arguments.of(RecordsNoStarts.class, "concurrentRecordStartsOfOneKeyCountEveryStartOnce"),
+                Arguments.of(ForgetsStartsOnTakeover.class, "recordedStartsSurviveTakeoverAfterLeaseRanOut"),
+                Arguments.of(ForgetsStartsOnTakeover.class,
+                        "recordedStartsSurviveSeveralTakeoversAndCountOnlyRecordedStarts"),
+                Arguments.of(RenewsLeaseOnStart.class, "recordStartNeitherRenewsTheLeaseNorCountsAnAttempt"),
+                Arguments.of(Racy.class, "concurrentRecordStartsOfOneKeyCountEveryStartOnce"));
     }
 
     @ParameterizedTest(name = "{0} fails {1}")
@@ -110,6 +120,24 @@ class DedupStoreContractCatchesFlawsTest {
     static class ReusesTokens extends Flawed {
         ReusesTokens() {
             super(Flaw.REUSES_TOKENS);
+        }
+    }
+
+    static class RecordsNoStarts extends Flawed {
+        RecordsNoStarts() {
+            super(Flaw.RECORDS_NO_STARTS);
+        }
+    }
+
+    static class ForgetsStartsOnTakeover extends Flawed {
+        ForgetsStartsOnTakeover() {
+            super(Flaw.FORGETS_STARTS_ON_TAKEOVER);
+        }
+    }
+
+    static class RenewsLeaseOnStart extends Flawed {
+        RenewsLeaseOnStart() {
+            super(Flaw.RENEWS_LEASE_ON_START);
         }
     }
 }

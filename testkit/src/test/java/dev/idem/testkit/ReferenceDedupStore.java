@@ -32,14 +32,20 @@ final class ReferenceDedupStore implements DedupStore {
         FORGETS_EXPIRED_CLAIMS,
         /** ids are compared case-insensitively, as some SQL collations do. */
         IGNORES_CASE,
-        /** check-then-act without a lock. */
+        /** check-then-act without a lock, in claims and in recorded starts. */
         RACY,
         /** the token is the attempt number, so tokens repeat across keys. */
         REUSES_TOKENS,
+        /** recordStart is the SPI's default: no starts are recorded. */
+        RECORDS_NO_STARTS,
+        /** a takeover starts the count of recorded starts afresh. */
+        FORGETS_STARTS_ON_TAKEOVER,
+        /** recordStart renews the owner's lease, as a write that sets the whole claim again might. */
+        RENEWS_LEASE_ON_START,
     }
 
     private record State(long token, int attempts, String fingerprint, boolean completed,
-            long leaseUntil, long claimRetention, long expiresAt) {
+            long leaseUntil, long lease, long claimRetention, long expiresAt, int starts) {
     }
 
     private final Map<Object, State> states = new ConcurrentHashMap<>();
@@ -80,14 +86,16 @@ final class ReferenceDedupStore implements DedupStore {
             return new ClaimResult.InProgress(Duration.ofNanos(Math.max(1, state.leaseUntil() - now)));
         }
         int attempt = state == null ? 1 : state.attempts() + 1;
+        int starts = state == null || flaw == Flaw.FORGETS_STARTS_ON_TAKEOVER ? 0 : state.starts();
         long token = flaw == Flaw.REUSES_TOKENS ? attempt : tokens.incrementAndGet();
-        long leaseUntil = now + request.lease().toNanos();
+        long lease = request.lease().toNanos();
+        long leaseUntil = now + lease;
         long claimRetention = flaw == Flaw.FORGETS_EXPIRED_CLAIMS ? 0 : request.retention().toNanos();
         if (flaw == Flaw.RACY) {
             Thread.yield();
         }
-        states.put(key, new State(token, attempt, request.fingerprint(), false, leaseUntil, claimRetention,
-                leaseUntil + claimRetention));
+        states.put(key, new State(token, attempt, request.fingerprint(), false, leaseUntil, lease, claimRetention,
+                leaseUntil + claimRetention, starts));
         acquiredHere.add(token);
         return new ClaimResult.Acquired(token, attempt);
     }
@@ -103,8 +111,8 @@ final class ReferenceDedupStore implements DedupStore {
         if (state == null) {
             return false;
         }
-        states.put(storageKey(key), new State(state.token(), state.attempts(), state.fingerprint(), true, 0, 0,
-                now + retention.toNanos()));
+        states.put(storageKey(key), new State(state.token(), state.attempts(), state.fingerprint(), true, 0, 0, 0,
+                now + retention.toNanos(), state.starts()));
         return true;
     }
 
@@ -126,8 +134,38 @@ final class ReferenceDedupStore implements DedupStore {
         }
         long leaseUntil = now + lease.toNanos();
         states.put(storageKey(key), new State(state.token(), state.attempts(), state.fingerprint(), false,
-                leaseUntil, state.claimRetention(), leaseUntil + state.claimRetention()));
+                leaseUntil, lease.toNanos(), state.claimRetention(), leaseUntil + state.claimRetention(),
+                state.starts()));
         return true;
+    }
+
+    @Override
+    public int recordStart(StoreKey key, long token) {
+        if (flaw == Flaw.RECORDS_NO_STARTS) {
+            return DedupStore.super.recordStart(key, token);
+        }
+        if (flaw == Flaw.RACY) {
+            return recordStartOnce(key, token);
+        }
+        synchronized (this) {
+            return recordStartOnce(key, token);
+        }
+    }
+
+    private int recordStartOnce(StoreKey key, long token) {
+        long now = ticker.getAsLong();
+        State state = owned(key, token, now);
+        if (state == null) {
+            return 0;
+        }
+        int starts = state.starts() + 1;
+        long leaseUntil = flaw == Flaw.RENEWS_LEASE_ON_START ? now + state.lease() : state.leaseUntil();
+        if (flaw == Flaw.RACY) {
+            Thread.yield();
+        }
+        states.put(storageKey(key), new State(state.token(), state.attempts(), state.fingerprint(), false,
+                leaseUntil, state.lease(), state.claimRetention(), leaseUntil + state.claimRetention(), starts));
+        return starts;
     }
 
     @Override

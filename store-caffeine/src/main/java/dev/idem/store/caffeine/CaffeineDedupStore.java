@@ -35,6 +35,10 @@ import java.util.function.LongSupplier;
  * against the same ticker. All time arithmetic is on differences of ticker readings, which may be
  * negative and may wrap, as {@link System#nanoTime()}'s may.
  *
+ * <p>{@code recordStart} replaces the owner's entry with one counting a start more and keeping every
+ * deadline; a takeover carries the count over to the new owner's entry, and a release or the claim's
+ * expiry forgets it with the entry.
+ *
  * <p>As an {@link InspectableDedupStore}: {@code inspect} and {@code delete} are one map read or removal;
  * {@code expiresAt} is the time left on the ticker added to {@link Instant#now()}, exact to the
  * nanosecond of the ticker. {@code stats} visits every entry (a few milliseconds per million keys), is
@@ -126,7 +130,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         long token = tokens.next();
         // Made up front so one putIfAbsent answers every common case; for a duplicate it is garbage.
         Entry fresh = Entry.claimed(token, 1, request.fingerprint(), now, nanos(request.lease()),
-                nanos(request.retention()));
+                nanos(request.retention()), 0);
         Entry existing = map.putIfAbsent(request.key(), fresh);
         if (existing == null) {
             return new Acquired(token, 1);
@@ -183,6 +187,23 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         Renew op = new Renew(token, nanos(lease));
         map.computeIfPresent(key, op);
         return op.done;
+    }
+
+    @Override
+    public int recordStart(StoreKey key, long token) {
+        while (true) {
+            // A compare-and-replace, as in complete: no capturing lambda per call, and only racing
+            // calls on the same key ever loop.
+            Entry entry = map.get(key);
+            if (entry == null || !entry.claimedBy(token)) {
+                return 0;
+            }
+            Entry started = entry.withOneMoreStart();
+            if (map.replace(key, entry, started)) {
+                return started.starts;
+            }
+            // Renewed, taken over, released or started meanwhile: decide on the entry as it is now.
+        }
     }
 
     @Override
@@ -275,9 +296,11 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         /** Claims only: how long the claim is remembered after its lease, for renewals. */
         final long claimRetention;
         final long expiresAt;
+        /** Claims only: the handler starts recorded since the key was first claimed, across takeovers. */
+        final int starts;
 
         private Entry(long token, int attempts, String fingerprint, boolean completed, long leaseUntil,
-                long claimRetention, long expiresAt) {
+                long claimRetention, long expiresAt, int starts) {
             this.token = token;
             this.attempts = attempts;
             this.fingerprint = fingerprint;
@@ -285,15 +308,23 @@ final class CaffeineDedupStore implements InspectableDedupStore {
             this.leaseUntil = leaseUntil;
             this.claimRetention = claimRetention;
             this.expiresAt = expiresAt;
+            this.starts = starts;
         }
 
-        static Entry claimed(long token, int attempts, String fingerprint, long now, long lease, long retention) {
+        static Entry claimed(long token, int attempts, String fingerprint, long now, long lease, long retention,
+                int starts) {
             long leaseUntil = now + lease;
-            return new Entry(token, attempts, fingerprint, false, leaseUntil, retention, leaseUntil + retention);
+            return new Entry(token, attempts, fingerprint, false, leaseUntil, retention, leaseUntil + retention,
+                    starts);
         }
 
         Entry completedAt(long now, long retention) {
-            return new Entry(token, attempts, fingerprint, true, 0, 0, now + retention);
+            return new Entry(token, attempts, fingerprint, true, 0, 0, now + retention, 0);
+        }
+
+        /** This claim with one more start recorded, every deadline as it was. */
+        Entry withOneMoreStart() {
+            return new Entry(token, attempts, fingerprint, false, leaseUntil, claimRetention, expiresAt, starts + 1);
         }
 
         /** Whether a claim would see this entry at {@code now}: completed and remembered, or leased. */
@@ -330,7 +361,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
             if (entry == null) {
                 result = new Acquired(token, 1);
                 return Entry.claimed(token, 1, request.fingerprint(), now, nanos(request.lease()),
-                        nanos(request.retention()));
+                        nanos(request.retention()), 0);
             }
             if (entry.completed) {
                 result = duplicate(entry, request.fingerprint());
@@ -346,7 +377,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
             int attempt = entry.attempts + 1;
             result = new Acquired(token, attempt);
             return Entry.claimed(token, attempt, request.fingerprint(), now, nanos(request.lease()),
-                    nanos(request.retention()));
+                    nanos(request.retention()), entry.starts);
         }
 
         private boolean acquiredEarlierInBatch(long owner) {
@@ -397,7 +428,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
             }
             done = true;
             return Entry.claimed(token, entry.attempts, entry.fingerprint, ticker.getAsLong(), lease,
-                    entry.claimRetention);
+                    entry.claimRetention, entry.starts);
         }
     }
 

@@ -4,6 +4,7 @@ import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import org.jdbi.v3.core.Handle;
 
 /**
@@ -21,6 +22,8 @@ import org.jdbi.v3.core.Handle;
  * fingerprint  binary, the payload fingerprint as UTF-8; NULL when the pipeline does not fingerprint
  * lease_until  when the claim's lease ends; NULL once completed
  * expires_at   when the row is forgotten (lease end + claim retention, or completion + retention); indexed
+ * starts       handler starts recorded since the key was first claimed (recordStart): 0 on insert, kept
+ *              by a takeover of a remembered row, 0 again when a forgotten row is taken over
  * </pre>
  * A row whose {@code expires_at} has passed counts as absent even before the purge deletes it.
  */
@@ -34,7 +37,15 @@ abstract class Dialect {
 
     /** The columns every dialect's table has, in DDL order; {@code schema: validate} checks them. */
     static final List<String> COLUMNS = List.of("namespace", "id", "state", "token", "attempts", "fingerprint",
-            "lease_until", "expires_at");
+            "lease_until", "expires_at", "starts");
+
+    /**
+     * The columns added after tables were first made, with their definitions: a table made before lacks
+     * them, and {@code schema: create} adds them. Each has a constant default, so adding it rewrites no
+     * row on the supported versions (PostgreSQL 11, MariaDB 10.3, MySQL 8.0.12, H2) and rows written
+     * before read as that default.
+     */
+    static final Map<String, String> ADDED_COLUMNS = Map.of("starts", "INTEGER DEFAULT 0 NOT NULL");
 
     /** Rows per claim statement: bounds the statement's size, its parameter count and the locks it holds. */
     static final int MAX_ROWS_PER_STATEMENT = 1000;
@@ -98,6 +109,15 @@ abstract class Dialect {
     /** Statements that create the table and its index if absent. */
     abstract List<String> createTable();
 
+    /** The statement that adds one of the {@link #ADDED_COLUMNS} to a table made before it. */
+    final String addColumn(String column) {
+        String definition = ADDED_COLUMNS.get(column);
+        if (definition == null) {
+            throw new IllegalArgumentException("not an added column: " + column);
+        }
+        return "ALTER TABLE " + table + " ADD COLUMN " + column + " " + definition;
+    }
+
     // ------------------------------------------------------------------ time, on the database's clock
 
     /** The database's current time; constant within one statement. */
@@ -127,6 +147,14 @@ abstract class Dialect {
      * concurrent transaction holding the same key makes this wait until it ends.
      */
     abstract void upsertInTransaction(Handle handle, ClaimRow row);
+
+    /**
+     * The {@code SET} clause's assignment of {@code starts} when the row {@code alias} names is taken over:
+     * kept from a row still remembered, 0 for a forgotten one, as {@code attempts} starts again at 1.
+     */
+    final String startsOnTakeover(String alias) {
+        return "starts = CASE WHEN " + alias + "expires_at <= " + now() + " THEN 0 ELSE " + alias + "starts END";
+    }
 
     /** Whether an existing row may be taken over by a claim: forgotten, or its lease ended. */
     final String claimTakeover(String alias) {
@@ -181,6 +209,37 @@ abstract class Dialect {
                 + plusMicros(now(), "? + " + microsBetween("lease_until", "expires_at"))
                 + ", lease_until = " + plusMicros(now(), "?")
                 + " WHERE namespace = ? AND id = ? AND token = ? AND state = " + CLAIMED + " AND expires_at > " + now();
+    }
+
+    /**
+     * Counts a start of a live claim of the token's owner; like {@link #release()}, it holds while the
+     * claim is remembered, even past its lease, until another claim takes the key over.
+     * Parameters: namespace, id, token.
+     */
+    String countStart() {
+        return "UPDATE " + table + " SET starts = starts + 1 WHERE namespace = ? AND id = ? AND token = ? AND state = "
+                + CLAIMED + " AND expires_at > " + now();
+    }
+
+    /**
+     * Records a start ({@link #countStart()}) and answers the count, or 0 when the token does not own a live
+     * claim. Here: the update, then a read of the row in the same transaction, so the row stays locked
+     * in between and racing starts each read their own count. Dialects that can return the updated row
+     * from the update itself do so in one statement.
+     */
+    int recordStart(Handle handle, byte[] namespace, byte[] id, long token) {
+        return handle.inTransaction(transaction -> {
+            int updated = transaction.createUpdate(countStart())
+                    .bind(0, namespace).bind(1, id).bind(2, token)
+                    .execute();
+            if (updated == 0) {
+                return 0;
+            }
+            return transaction.createQuery("SELECT starts FROM " + table + " WHERE namespace = ? AND id = ? AND token = ?")
+                    .bind(0, namespace).bind(1, id).bind(2, token)
+                    .mapTo(Integer.class)
+                    .one();
+        });
     }
 
     // ------------------------------------------------------------------ operator view

@@ -4,6 +4,7 @@ import dev.idem.spi.StoreKey;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Set;
+import org.jdbi.v3.core.Handle;
 
 /**
  * H2, the embedded default: {@code MERGE INTO ... USING (VALUES ...)} with a conditional
@@ -58,6 +59,7 @@ final class H2Dialect extends UpsertThenReadDialect {
                     fingerprint VARBINARY,
                     lease_until TIMESTAMP(6) WITH TIME ZONE,
                     expires_at  TIMESTAMP(6) WITH TIME ZONE NOT NULL,
+                    starts      INTEGER       DEFAULT 0 NOT NULL,
                     PRIMARY KEY (namespace, id)
                 )""".formatted(table, MAX_NAMESPACE_BYTES, StoreKey.MAX_ID_BYTES),
                 "CREATE INDEX IF NOT EXISTS " + table + "_expires_at ON " + table + " (expires_at)");
@@ -94,12 +96,23 @@ final class H2Dialect extends UpsertThenReadDialect {
                 .append(" ON k.namespace = r.namespace AND k.id = r.id")
                 .append(" WHEN MATCHED AND (").append(transactional ? transactionTakeover("k.") : claimTakeover("k."))
                 .append(") THEN UPDATE SET attempts = CASE WHEN k.expires_at <= ").append(now)
-                .append(" THEN 1 ELSE k.attempts + 1 END, state = r.state, token = r.token, fingerprint = r.fingerprint,")
+                .append(" THEN 1 ELSE k.attempts + 1 END, ").append(startsOnTakeover("k."))
+                .append(", state = r.state, token = r.token, fingerprint = r.fingerprint,")
                 .append(" lease_until = ").append(leaseUntil).append(", expires_at = ").append(expiresAt)
                 .append(" WHEN NOT MATCHED THEN INSERT (namespace, id, state, token, attempts, fingerprint, lease_until,")
-                .append(" expires_at) VALUES (r.namespace, r.id, r.state, r.token, 1, r.fingerprint, ")
-                .append(leaseUntil).append(", ").append(expiresAt).append(')')
+                .append(" expires_at, starts) VALUES (r.namespace, r.id, r.state, r.token, 1, r.fingerprint, ")
+                .append(leaseUntil).append(", ").append(expiresAt).append(", 0)")
                 .toString();
+    }
+
+    /** The update's own result (a data change delta table) gives the count: one statement, no transaction. */
+    @Override
+    int recordStart(Handle handle, byte[] namespace, byte[] id, long token) {
+        return handle.createQuery("SELECT starts FROM FINAL TABLE (" + countStart() + ")")
+                .bind(0, namespace).bind(1, id).bind(2, token)
+                .mapTo(Integer.class)
+                .findOne()
+                .orElse(0);
     }
 
     @Override

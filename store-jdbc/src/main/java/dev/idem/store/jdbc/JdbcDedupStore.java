@@ -38,6 +38,9 @@ import org.jdbi.v3.core.Jdbi;
  * conditioned on the token. A batch claim sends its distinct keys sorted (so concurrent batches lock
  * rows in one order) in statements of at most {@value Dialect#MAX_ROWS_PER_STATEMENT} keys; a key
  * repeated in the batch is sent once, and its repeats answer from the first request's result.
+ * {@code recordStart} is one conditional update of the row's {@code starts}, which answers the new count
+ * itself where the database can (PostgreSQL {@code RETURNING}, H2 {@code FINAL TABLE}) and is read back in
+ * the same transaction elsewhere (MariaDB, MySQL); it leaves the lease and the attempts alone.
  *
  * <p>As an {@link InspectableDedupStore}: {@code inspect} is one primary-key read and {@code delete} at
  * most two primary-key deletes (the live row, else a row kept only for its attempts), both on the
@@ -217,6 +220,13 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         return call("renew", handle -> handle.createUpdate(dialect.renew())
                 .bind(0, micros).bind(1, micros).bind(2, namespace).bind(3, id).bind(4, token)
                 .execute() > 0);
+    }
+
+    @Override
+    public int recordStart(StoreKey key, long token) {
+        byte[] namespace = ClaimRow.namespace(key);
+        byte[] id = ClaimRow.id(key);
+        return call("record start", handle -> dialect.recordStart(handle, namespace, id, token));
     }
 
     // ------------------------------------------------------------------ operator view

@@ -93,6 +93,7 @@ final class MariaDbDialect extends UpsertThenReadDialect {
                     fingerprint BLOB,
                     lease_until DATETIME(6),
                     expires_at  DATETIME(6)   NOT NULL,
+                    starts      INT           DEFAULT 0 NOT NULL,
                     PRIMARY KEY (namespace, id),
                     INDEX %s_expires_at (expires_at)
                 ) ENGINE = InnoDB""".formatted(table, MAX_NAMESPACE_BYTES, StoreKey.MAX_ID_BYTES, table));
@@ -114,17 +115,18 @@ final class MariaDbDialect extends UpsertThenReadDialect {
     }
 
     /**
-     * MariaDB evaluates the assignments left to right, each seeing the ones before. So attempts and
-     * token are decided first, on the row as it was; every later column follows the token, which is
-     * the request's own (unique) token exactly when the row was taken over.
+     * MariaDB evaluates the assignments left to right, each seeing the ones before. So attempts, starts
+     * and token are decided first, on the row as it was; every later column follows the token, which is
+     * the request's own (unique) token exactly when the row was taken over. A row whose {@code expires_at}
+     * has passed is always taken over, so starts need not look at the token.
      */
     @Override
     String upsert(int rows, boolean transactional) {
         String now = now();
         String takeover = transactional ? transactionTakeover("") : claimTakeover("");
-        String row = "(?, ?, ?, ?, 1, ?, " + plusMicros(now, "?") + ", " + plusMicros(now, "?") + ")";
+        String row = "(?, ?, ?, ?, 1, ?, " + plusMicros(now, "?") + ", " + plusMicros(now, "?") + ", 0)";
         StringBuilder sql = new StringBuilder("INSERT INTO ").append(table)
-                .append(" (namespace, id, state, token, attempts, fingerprint, lease_until, expires_at) VALUES ");
+                .append(" (namespace, id, state, token, attempts, fingerprint, lease_until, expires_at, starts) VALUES ");
         for (int i = 0; i < rows; i++) {
             sql.append(i == 0 ? row : ", " + row);
         }
@@ -132,6 +134,7 @@ final class MariaDbDialect extends UpsertThenReadDialect {
         return sql.append(" ON DUPLICATE KEY UPDATE")
                 .append(" attempts = IF(expires_at <= ").append(now).append(", 1, IF(").append(takeover)
                 .append(", attempts + 1, attempts)),")
+                .append(" ").append(startsOnTakeover("")).append(",")
                 .append(" token = IF(").append(takeover).append(", VALUES(token), token),")
                 .append(" state = IF(").append(ours).append(", VALUES(state), state),")
                 .append(" fingerprint = IF(").append(ours).append(", VALUES(fingerprint), fingerprint),")

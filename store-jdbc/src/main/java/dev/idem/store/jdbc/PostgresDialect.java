@@ -46,18 +46,20 @@ final class PostgresDialect extends Dialect {
                 ORDER BY req.ord
                 """.formatted(upsert("SELECT namespace, id, " + CLAIMED + ", token, 1, fingerprint, "
                         + plusMicros("now()", "lease_us") + ", " + plusMicros("now()", "expires_us")
-                        + " FROM req ORDER BY ord", claimTakeover("k.")),
+                        + ", 0 FROM req ORDER BY ord", claimTakeover("k.")),
                         storedColumns(), table);
         this.upsertInTransaction = upsert("VALUES (?, ?, " + COMPLETED + ", ?, 1, ?, NULL, "
-                + plusMicros("now()", "?") + ")", transactionTakeover("k."));
+                + plusMicros("now()", "?") + ", 0)", transactionTakeover("k."));
     }
 
     /** Inserts {@code rows}, taking over the existing rows that {@code takeover} allows. */
     private String upsert(String rows, String takeover) {
-        return "INSERT INTO " + table + " AS k (namespace, id, state, token, attempts, fingerprint, lease_until, expires_at) "
+        return "INSERT INTO " + table + " AS k (namespace, id, state, token, attempts, fingerprint, lease_until, expires_at,"
+                + " starts) "
                 + rows
                 + " ON CONFLICT (namespace, id) DO UPDATE SET"
                 + " attempts = CASE WHEN k.expires_at <= now() THEN 1 ELSE k.attempts + 1 END,"
+                + " " + startsOnTakeover("k.") + ","
                 + " state = excluded.state, token = excluded.token, fingerprint = excluded.fingerprint,"
                 + " lease_until = excluded.lease_until, expires_at = excluded.expires_at"
                 + " WHERE " + takeover;
@@ -85,6 +87,7 @@ final class PostgresDialect extends Dialect {
                     fingerprint bytea,
                     lease_until timestamptz,
                     expires_at  timestamptz NOT NULL,
+                    starts      integer     DEFAULT 0 NOT NULL,
                     PRIMARY KEY (namespace, id)
                 )""".formatted(table),
                 "CREATE INDEX IF NOT EXISTS " + table + "_expires_at ON " + table + " (expires_at)");
@@ -137,6 +140,16 @@ final class PostgresDialect extends Dialect {
                 })
                 .forEach(stored::add);
         return stored;
+    }
+
+    /** The update returns the count it left: one statement, no transaction. */
+    @Override
+    int recordStart(Handle handle, byte[] namespace, byte[] id, long token) {
+        return handle.createQuery(countStart() + " RETURNING starts")
+                .bind(0, namespace).bind(1, id).bind(2, token)
+                .mapTo(Integer.class)
+                .findOne()
+                .orElse(0);
     }
 
     private static Array array(Handle handle, String type, Object[] elements) {

@@ -1,6 +1,7 @@
 package dev.idem.store.jdbc;
 
 import dev.idem.spi.StoreException;
+import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.ResultSet;
@@ -14,10 +15,13 @@ import org.jdbi.v3.core.Jdbi;
 
 /**
  * What the store does about its table at start ({@code store.jdbc.schema}): {@code create} it if
- * absent and then check it, {@code validate} that it exists with every column and the primary key
- * the store needs, or trust it ({@code none}).
+ * absent, add the {@link Dialect#ADDED_COLUMNS} a table made by an earlier version lacks, and then check
+ * it; {@code validate} that it exists with every column and the primary key the store needs, naming the
+ * statements that would fix it; or trust it ({@code none}).
  */
 final class Schema {
+
+    private static final System.Logger LOG = System.getLogger(Schema.class.getName());
 
     static final String CREATE = "create";
     static final String VALIDATE = "validate";
@@ -38,6 +42,7 @@ final class Schema {
         switch (mode) {
             case CREATE -> {
                 create();
+                addMissingColumns();
                 validate(mode);
             }
             case VALIDATE -> validate(mode);
@@ -56,40 +61,83 @@ final class Schema {
         } catch (RuntimeException e) {
             // Several processes starting at once may race to create the table (PostgreSQL then reports
             // a duplicate type); what counts is whether the table is there afterwards.
-            if (!missing().isEmpty()) {
+            if (!check().problems().isEmpty()) {
                 throw failures.of("creating the table (schema: create)", e);
             }
         }
     }
 
-    private void validate(String mode) {
-        List<String> problems = missing();
-        if (problems.isEmpty()) {
-            return;
+    /**
+     * Adds the columns a table made by an earlier version lacks, when it otherwise fits: a table that
+     * lacks more is not the store's, and is left for {@link #validate} to report.
+     */
+    private void addMissingColumns() {
+        for (String column : check().addable()) {
+            String ddl = dialect.addColumn(column);
+            try {
+                jdbi.useHandle(handle -> handle.execute(ddl));
+                LOG.log(Level.INFO, "{0}: added column {1} to the table made by an earlier version (schema: create): {2}",
+                        failures.where(), column, ddl);
+            } catch (RuntimeException e) {
+                // Processes starting at once race to add it (the losers get a duplicate column); what counts
+                // is whether it is there afterwards.
+                if (check().addable().contains(column)) {
+                    throw failures.of("adding column " + column + " to the table (schema: create) with " + ddl, e);
+                }
+            }
         }
-        throw new StoreException(failures.where() + ": the table does not fit the store (store.jdbc.schema: " + mode
-                + "): " + String.join("; ", problems) + ". Let the store create it in an empty database with "
-                + "schema: create, or create it yourself:\n" + String.join(";\n", dialect.createTable()) + ";", false);
     }
 
-    /** What the table lacks, each as a phrase; empty when it fits. */
-    List<String> missing() {
+    private void validate(String mode) {
+        Fit fit = check();
+        if (!fit.problems().isEmpty()) {
+            throw new StoreException(failures.where() + ": the table does not fit the store (store.jdbc.schema: "
+                    + mode + "): " + String.join("; ", fit.problems()) + ". Let the store create it in an empty "
+                    + "database with schema: create, or create it yourself:\n"
+                    + String.join(";\n", dialect.createTable()) + ";", false);
+        }
+        if (!fit.addable().isEmpty()) {
+            List<String> ddl = fit.addable().stream().map(dialect::addColumn).toList();
+            throw new StoreException(failures.where() + ": the table does not fit the store (store.jdbc.schema: "
+                    + mode + "): table '" + dialect.table + "' lacks " + columns(fit.addable())
+                    + ", which this version of the store needs and tables made by earlier versions lack. Add "
+                    + (ddl.size() > 1 ? "them" : "it") + " (rows already there get the default) with:\n"
+                    + String.join(";\n", ddl) + ";\nor let the store add " + (ddl.size() > 1 ? "them" : "it")
+                    + " at start with schema: create.", false);
+        }
+    }
+
+    private static String columns(List<String> names) {
+        return "column" + (names.size() > 1 ? "s " : " ") + String.join(", ", names);
+    }
+
+    /**
+     * What the check of the table found.
+     *
+     * @param problems what the table lacks that only creating it afresh fixes, each as a phrase
+     * @param addable the {@link Dialect#ADDED_COLUMNS} it lacks, when that is all it lacks
+     */
+    record Fit(List<String> problems, List<String> addable) {
+    }
+
+    /** What the table lacks; both lists empty when it fits. */
+    Fit check() {
         try {
-            return jdbi.withHandle(this::missing);
+            return jdbi.withHandle(this::check);
         } catch (SQLException | RuntimeException e) {
             throw failures.of("checking the table", e);
         }
     }
 
-    private List<String> missing(Handle handle) throws SQLException {
+    private Fit check(Handle handle) throws SQLException {
         Connection connection = handle.getConnection();
         DatabaseMetaData meta = connection.getMetaData();
         String name = storedName(meta, dialect.table);
         TableRef table = find(meta, connection, name);
         if (table == null) {
-            return List.of("table '" + dialect.table + "' does not exist in "
+            return new Fit(List.of("table '" + dialect.table + "' does not exist in "
                     + (connection.getSchema() != null ? "schema '" + connection.getSchema() + "'" : "catalog '"
-                            + connection.getCatalog() + "'"));
+                            + connection.getCatalog() + "'")), List.of());
         }
         TreeSet<String> columns = new TreeSet<>();
         try (ResultSet rs = meta.getColumns(table.catalog, table.schema, table.name, "%")) {
@@ -106,9 +154,10 @@ final class Schema {
                 absent.add(column);
             }
         }
-        if (!absent.isEmpty()) {
-            problems.add("table '" + dialect.table + "' lacks column" + (absent.size() > 1 ? "s " : " ")
-                    + String.join(", ", absent) + " (it has " + String.join(", ", columns) + ")");
+        boolean onlyAddedColumnsAbsent = Dialect.ADDED_COLUMNS.keySet().containsAll(absent);
+        if (!absent.isEmpty() && !onlyAddedColumnsAbsent) {
+            problems.add("table '" + dialect.table + "' lacks " + columns(absent) + " (it has "
+                    + String.join(", ", columns) + ")");
         }
         TreeSet<String> key = new TreeSet<>();
         try (ResultSet rs = meta.getPrimaryKeys(table.catalog, table.schema, table.name)) {
@@ -120,7 +169,11 @@ final class Schema {
             problems.add("its primary key is " + (key.isEmpty() ? "missing" : "(" + String.join(", ", key) + ")")
                     + " but must be (namespace, id): without it two consumers could claim one key");
         }
-        return problems;
+        if (!problems.isEmpty() && onlyAddedColumnsAbsent && !absent.isEmpty()) {
+            // Made afresh, the table gets these columns too; listing them saves a second round.
+            problems.add(0, "table '" + dialect.table + "' lacks " + columns(absent));
+        }
+        return problems.isEmpty() ? new Fit(List.of(), absent) : new Fit(problems, List.of());
     }
 
     private record TableRef(String catalog, String schema, String name) {

@@ -213,8 +213,59 @@ abstract class AbstractJdbcDedupStoreTest extends InspectableDedupStoreContract 
         assertThatThrownBy(() -> create(database().config(partial).with("schema", "validate")))
                 .isInstanceOf(StoreException.class)
                 .hasMessageContaining("table '" + partial + "' lacks columns token, attempts, fingerprint, "
-                        + "lease_until, expires_at (it has id, namespace, state)")
-                .hasMessageNotContaining("primary key");
+                        + "lease_until, expires_at, starts (it has id, namespace, state)")
+                .hasMessageNotContaining("primary key")
+                .hasMessageNotContaining("ALTER TABLE");
+    }
+
+    @Test
+    void schemaValidateNamesTheStartsColumnATableMadeBeforeItLacksAndTheStatementThatAddsIt() {
+        String old = tableMadeBeforeStarts("idem_old");
+        String alter = "ALTER TABLE " + old + " ADD COLUMN starts INTEGER DEFAULT 0 NOT NULL";
+
+        assertThatThrownBy(() -> create(database().config(old).with("schema", "validate")))
+                .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.retriable()).isFalse())
+                .hasMessageContaining("store.jdbc.schema: validate")
+                .hasMessageContaining("table '" + old + "' lacks column starts, which this version of the store needs")
+                .hasMessageContaining(alter + ";")
+                .hasMessageContaining("schema: create")
+                .hasMessageNotContaining("CREATE TABLE");
+
+        database().jdbi().useHandle(handle -> handle.execute(alter));
+        try (DedupStore validated = create(database().config(old).with("schema", "validate"))) {
+            validated.checkHealth();
+        }
+    }
+
+    @Test
+    void schemaCreateAddsTheStartsColumnToATableMadeBeforeItAndItsRowsCountFromZero() {
+        String old = tableMadeBeforeStarts("idem_old");
+        StoreKey key = key("order-1");
+        // A claim an earlier version left behind: its lease ran out, it is still remembered.
+        Dialect dialect = database().dialect;
+        database().jdbi().useHandle(handle -> handle.createUpdate("INSERT INTO " + old
+                        + " (namespace, id, state, token, attempts, fingerprint, lease_until, expires_at) VALUES (?, ?, "
+                        + Dialect.CLAIMED + ", 77, 1, NULL, " + dialect.plusMicros(dialect.now(), "?") + ", "
+                        + dialect.plusMicros(dialect.now(), "?") + ")")
+                .bind(0, namespace().getBytes(StandardCharsets.UTF_8))
+                .bind(1, key.id().getBytes(StandardCharsets.UTF_8))
+                .bind(2, -1_000_000L)
+                .bind(3, CLAIM_RETENTION.toNanos() / 1000)
+                .execute());
+
+        try (JdbcDedupStore upgraded = create(database().config(old))) {
+            Acquired owner = (Acquired) upgraded.claim(List.of(request(key))).get(0);
+
+            assertThat(owner.attempt()).as("the earlier version's claim, taken over").isEqualTo(2);
+            assertThat(upgraded.recordStart(key, owner.token())).isEqualTo(1);
+            assertThat(upgraded.recordStart(key, 77)).as("the earlier owner's start").isZero();
+        }
+        try (DedupStore validated = create(database().config(old).with("schema", "validate"))) {
+            validated.checkHealth();
+        }
+        try (DedupStore again = create(database().config(old))) {
+            again.checkHealth();
+        }
     }
 
     @Test
@@ -299,6 +350,24 @@ abstract class AbstractJdbcDedupStoreTest extends InspectableDedupStoreContract 
     }
 
     // ---------------------------------------------------------------- helpers
+
+    /** A new table as the store made it before it recorded starts: the DDL of today without that column. */
+    String tableMadeBeforeStarts(String prefix) {
+        String name = database().newTable(prefix);
+        List<String> ddl = database().dialect.createTable().stream()
+                .map(statement -> statement.replace(database().table, name))
+                .toList();
+        String withoutStarts = ddl.get(0).replaceAll("\\n\\s*starts\\s[^\\n]*", "");
+        assertThat(withoutStarts).as("the CREATE TABLE without its starts column").isNotEqualTo(ddl.get(0))
+                .doesNotContain("starts");
+        database().jdbi().useHandle(handle -> {
+            handle.execute(withoutStarts);
+            for (String statement : ddl.subList(1, ddl.size())) {
+                handle.execute(statement);
+            }
+        });
+        return name;
+    }
 
     /** The ids stored under this test's namespace, decoded. */
     List<String> storedIds() {

@@ -150,6 +150,25 @@ abstract class AbstractTransactionalModeTest {
     }
 
     @Test
+    void runOnceThatRollsBackLeavesAClaimAndItsRecordedStartsAsTheyWere() throws Exception {
+        StoreKey key = key("order-1");
+        Acquired claimer = (Acquired) claim(key);
+        assertThat(store.recordStart(key, claimer.token())).isEqualTo(1);
+
+        assertThatThrownBy(() -> store.runOnce(key, null, RETENTION, tx -> {
+            insertRow("order-1").run(tx);
+            throw new IllegalStateException("handler failed");
+        })).hasMessage("handler failed");
+
+        assertThat(store.recordStart(key, claimer.token())).as("the claimer's next start").isEqualTo(2);
+        assertThat(businessRows()).isEmpty();
+
+        assertThat(store.runOnce(key, null, RETENTION, insertRow("order-1"))).isEqualTo(Outcome.COMMITTED);
+        assertThat(store.recordStart(key, claimer.token())).as("a start once the key is completed").isZero();
+        assertThat(claim(key)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
     void runOnceRunsAgainOnceTheRetentionOfACompletedKeyRanOut() throws Exception {
         StoreKey key = key("order-1");
         store.runOnce(key, null, RETENTION, insertRow("order-1"));

@@ -35,13 +35,19 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Each key holds one string value, a small record, and a TTL:
  * <pre>
- * C|token|attempts|leaseUntil|claimRetention|fingerprint    claimed; TTL = lease + claim retention
- * D|token|attempts|0|0|fingerprint                          completed; TTL = retention
+ * C|token|attempts|leaseUntil|claimRetention|fingerprint           claimed; TTL = lease + claim retention
+ * C|token|attempts|leaseUntil|claimRetention|starts|fingerprint    claimed, with starts recorded
+ * D|token|attempts|0|0|fingerprint                                 completed; TTL = retention
  * </pre>
  * {@code leaseUntil} is in microseconds of the server's clock ({@code TIME}), {@code claimRetention} in
  * milliseconds (kept so that a renewal can set the TTL again), the fingerprint empty for none and
  * {@code =}-prefixed otherwise. A string with {@code SET ... PX} takes one command per write where a hash
  * would take two ({@code HSET} and {@code PEXPIRE}).
+ *
+ * <p>{@code starts} counts the handler starts {@link #recordStart} recorded; it appears only once there is
+ * one, so the happy path's records keep the short form that stores from before recorded starts also read.
+ * The fingerprint's {@code =} tells the two claimed forms apart. A takeover carries {@code starts} over to the
+ * new owner's record; a release deletes it with the key, and a completed key does not keep it.
  *
  * <p>Every state change is one Lua script (see the {@code .lua} files beside this class), so it is atomic
  * per key, and every time comparison reads the server's clock: the processes sharing a store need not
@@ -71,7 +77,8 @@ final class RedisDedupStore implements InspectableDedupStore {
     private static final LuaScript RENEW = LuaScript.named("renew");
     private static final LuaScript INSPECT = LuaScript.named("inspect");
     private static final LuaScript DELETE = LuaScript.named("delete");
-    private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, RELEASE, RENEW, INSPECT, DELETE);
+    private static final LuaScript START = LuaScript.named("start");
+    private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, RELEASE, RENEW, START, INSPECT, DELETE);
 
     /** How many keys one {@code SCAN} call of {@link #stats()} asks for. */
     static final int STATS_PAGE = 1000;
@@ -158,6 +165,17 @@ final class RedisDedupStore implements InspectableDedupStore {
             throw new IllegalArgumentException("lease must be positive: " + lease);
         }
         return yes(RENEW, "a renewal", key, ascii(token), ascii(micros(lease)));
+    }
+
+    @Override
+    public int recordStart(StoreKey key, long token) {
+        String operation = describe("recording a start", key);
+        Object reply = await(START.run(redis, ScriptOutputType.INTEGER, new byte[][] {keys.encode(key)}, ascii(token)),
+                operation, System.nanoTime() + waitNanos);
+        if (reply instanceof Long starts && starts >= 0 && starts <= Integer.MAX_VALUE) {
+            return starts.intValue();
+        }
+        throw failures.unexpectedReply(operation, reply);
     }
 
     @Override

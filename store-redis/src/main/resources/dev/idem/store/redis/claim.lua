@@ -9,7 +9,7 @@ local now = now_us()
 
 local function claim(key, token, lease_us, keep_ms, fingerprint)
   local held = record(key)
-  local attempts = 1
+  local attempts, starts = 1, 0
   if held then
     if held.state == 'D' then
       local matches = fingerprint == '' or held.fingerprint == '' or fingerprint == held.fingerprint
@@ -23,9 +23,9 @@ local function claim(key, token, lease_us, keep_ms, fingerprint)
     if remaining > 0 then
       return IN_PROGRESS, remaining
     end
-    attempts = held.attempts + 1
+    attempts, starts = held.attempts + 1, held.starts
   end
-  write_claim(key, token, attempts, now, lease_us, keep_ms, fingerprint)
+  write_claim(key, token, attempts, now, lease_us, keep_ms, fingerprint, starts)
   return ACQUIRED, attempts
 end
 

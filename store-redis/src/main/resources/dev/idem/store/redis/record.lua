@@ -1,21 +1,36 @@
 -- Shared by every Idem script; the record format is described in RedisDedupStore.
---   C|<token>|<attempts>|<lease deadline, server µs>|<claim retention ms>|<fingerprint>   claimed
---   D|<token>|<attempts>|0|0|<fingerprint>                                              completed
+--   C|<token>|<attempts>|<lease deadline, server µs>|<claim retention ms>|<fingerprint>            claimed
+--   C|<token>|<attempts>|<lease deadline, server µs>|<claim retention ms>|<starts>|<fingerprint>   claimed, starts recorded
+--   D|<token>|<attempts>|0|0|<fingerprint>                                                       completed
 -- <token> is a decimal string and is only ever compared as a string: Lua numbers are doubles and
--- would round a 63-bit token. <fingerprint> is '' for none, else '=' followed by the fingerprint.
+-- would round a 63-bit token. <fingerprint> is '' for none, else '=' followed by the fingerprint, so
+-- digits in its place are <starts>. A claim without recorded starts keeps the short form, which is
+-- all that versions of the store from before recordStart write and read.
 
 local function record(key)
   local value = redis.call('GET', key)
   if not value then
     return nil
   end
-  local state, token, attempts, lease_until, keep, fingerprint =
+  local state, token, attempts, lease_until, keep, rest =
       string.match(value, '^([CD])|(%d+)|(%d+)|(%d+)|(%d+)|(.*)$')
   if not state then
     error({err = 'IDEMRECORD key ' .. key .. ' holds a value that is not an Idem record'})
   end
-  return {state = state, token = token, attempts = tonumber(attempts),
-          lease_until = tonumber(lease_until), keep = tonumber(keep), fingerprint = fingerprint}
+  local starts, fingerprint = string.match(rest, '^(%d+)|(.*)$')
+  if not starts then
+    starts, fingerprint = 0, rest
+  end
+  return {state = state, token = token, attempts = tonumber(attempts), lease_until = tonumber(lease_until),
+          keep = tonumber(keep), starts = tonumber(starts), fingerprint = fingerprint}
+end
+
+-- A claim's record; <starts> only once one is recorded, so that the common record stays the short one.
+local function claim_record(token, attempts, lease_until, keep_ms, starts, fingerprint)
+  if starts > 0 then
+    return string.format('C|%s|%d|%d|%d|%d|%s', token, attempts, lease_until, keep_ms, starts, fingerprint)
+  end
+  return string.format('C|%s|%d|%d|%d|%s', token, attempts, lease_until, keep_ms, fingerprint)
 end
 
 -- The server's clock in microseconds: exact in a double until the year 2255.
@@ -24,9 +39,9 @@ local function now_us()
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
--- A claim is kept for its lease plus its claim retention, so that a takeover still sees its attempts.
-local function write_claim(key, token, attempts, now, lease_us, keep_ms, fingerprint)
-  redis.call('SET', key,
-      string.format('C|%s|%d|%d|%d|%s', token, attempts, now + lease_us, keep_ms, fingerprint),
+-- A claim is kept for its lease plus its claim retention, so that a takeover still sees its attempts
+-- and recorded starts.
+local function write_claim(key, token, attempts, now, lease_us, keep_ms, fingerprint, starts)
+  redis.call('SET', key, claim_record(token, attempts, now + lease_us, keep_ms, starts, fingerprint),
       'PX', string.format('%d', math.ceil(lease_us / 1000) + keep_ms))
 end

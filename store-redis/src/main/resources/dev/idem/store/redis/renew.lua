@@ -4,5 +4,6 @@ local held = record(KEYS[1])
 if not held or held.state ~= 'C' or held.token ~= ARGV[1] then
   return 0
 end
-write_claim(KEYS[1], held.token, held.attempts, now_us(), tonumber(ARGV[2]), held.keep, held.fingerprint)
+write_claim(KEYS[1], held.token, held.attempts, now_us(), tonumber(ARGV[2]), held.keep, held.fingerprint,
+    held.starts)
 return 1

@@ -17,6 +17,7 @@ import dev.idem.testkit.InspectableDedupStoreContract;
 import dev.idem.testkit.ManualTicker;
 import dev.idem.testkit.TestPluginConfig;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SetArgs;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -86,6 +87,52 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
 
         assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
         assertThat(get(name)).isEqualTo("D|" + owner.token() + "|1|0|0|=sha256:aa");
+    }
+
+    @Test
+    void recordedStartsJoinTheClaimRecordOnlyOnceThereIsOneAndLeaveItWithTheCompletion() {
+        // Digits and bars in the fingerprint must not be taken for the starts field.
+        StoreKey key = key("order-42");
+        String fingerprint = "7|8|";
+        Acquired first = claim(key, fingerprint);
+        String name = prefix + namespace().length() + ":" + namespace() + ":order-42";
+        long ttlBefore = keyspace.redis().pttl(name.getBytes(StandardCharsets.UTF_8));
+        assertThat(get(name)).as("no start recorded: the short form").startsWith("C|" + first.token() + "|1|")
+                .endsWith("|300000|=7|8|");
+
+        assertThat(store().recordStart(key, first.token())).isEqualTo(1);
+        assertThat(get(name)).startsWith("C|" + first.token() + "|1|").endsWith("|300000|1|=7|8|");
+        assertThat(keyspace.redis().pttl(name.getBytes(StandardCharsets.UTF_8))).as("the TTL, kept")
+                .isBetween(ttlBefore - 5_000, ttlBefore);
+
+        advance(LEASE);
+        Acquired second = claim(key, fingerprint);
+        assertThat(second.attempt()).isEqualTo(2);
+        assertThat(get(name)).as("taken over, starts kept").startsWith("C|" + second.token() + "|2|")
+                .endsWith("|300000|1|=7|8|");
+        assertThat(store().recordStart(key, second.token())).isEqualTo(2);
+
+        assertThat(store().complete(key, second.token(), RETENTION)).isTrue();
+        assertThat(get(name)).isEqualTo("D|" + second.token() + "|2|0|0|=7|8|");
+        assertThat(store().claim(List.of(new ClaimRequest(key, "7|8|", LEASE, CLAIM_RETENTION))))
+                .containsExactly(new Duplicate(true));
+        assertThat(store().claim(List.of(new ClaimRequest(key, "1|=7|8|", LEASE, CLAIM_RETENTION))))
+                .containsExactly(new Duplicate(false));
+    }
+
+    @Test
+    void claimRecordWrittenBeforeStartsWereRecordedIsTakenOverWithNoStarts() {
+        // The short form is what stores from before recordStart wrote; a key they left behind mid-claim
+        // is taken over as usual, and counts its starts from there.
+        StoreKey key = key("order-1");
+        String name = prefix + namespace().length() + ":" + namespace() + ":order-1";
+        keyspace.redis().set(name.getBytes(StandardCharsets.UTF_8), ascii("C|77|3|1|300000|=sha256:aa"),
+                SetArgs.Builder.px(CLAIM_RETENTION.toMillis()));
+
+        Acquired owner = claim(key, "sha256:aa");
+
+        assertThat(owner.attempt()).isEqualTo(4);
+        assertThat(store().recordStart(key, owner.token())).isEqualTo(1);
     }
 
     @Test
