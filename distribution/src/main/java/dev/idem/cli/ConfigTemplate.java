@@ -69,6 +69,10 @@ final class ConfigTemplate {
         y.append("    id:\n      - type: ").append(RuntimeConfigSpecs.DEFAULT_ID_EXTRACTOR).append('\n');
         RuntimeConfigSpecs.DEFAULT_ID_EXTRACTOR_SETTINGS.forEach((k, v) ->
                 y.append("        ").append(k).append(": ").append(v).append('\n'));
+        comment(y, "    ", RuntimeConfigSpecs.ORDERING_KEY_DOC);
+        y.append("    # ").append(RuntimeConfigSpecs.ORDERING_KEY).append(":\n")
+                .append("    #   - type: json-pointer\n")
+                .append("    #     pointer: /accountId\n");
         y.append('\n');
         y.append("runtime:\n");
         for (ConfigKey<?> key : RuntimeConfigSpecs.RUNTIME.keys()) {

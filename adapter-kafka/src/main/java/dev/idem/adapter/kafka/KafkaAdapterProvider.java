@@ -25,7 +25,7 @@ import java.util.Objects;
  * owner receives those records again).
  *
  * <h2>Back-pressure</h2>
- * {@code max.poll.records} is the pipeline's {@code maxInFlight} (at most 500) unless the {@code client}
+ * {@code max.poll.records} is the pipeline's {@code maxInFlight} (at most 2,000) unless the {@code client}
  * map sets it. The consumer thread decodes records and hands batches to the pipeline through a dispatcher
  * thread, only as many as the pipeline has room for ({@code maxInFlight} minus the deliveries it has not
  * settled). Once a poll's worth of records waits for room, every assigned partition is paused and the

@@ -40,7 +40,7 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
             ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ProducerConfig.TRANSACTIONAL_ID_CONFIG);
 
     /** The largest poll when neither maxInFlight nor the user says less. */
-    static final int MAX_POLL_RECORDS = 500;
+    static final int MAX_POLL_RECORDS = 2000;
 
     static KafkaSettings from(PluginConfig config) {
         String path = config.path();

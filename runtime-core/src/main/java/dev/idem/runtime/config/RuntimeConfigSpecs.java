@@ -76,7 +76,7 @@ public final class RuntimeConfigSpecs {
     /** The name of the pipeline key that lists the ordering key's extractors. */
     public static final String ORDERING_KEY = "ordering-key";
 
-    static final String ORDERING_KEY_DOC = "Under `ordering: key`, where the key whose messages run one at a time and"
+    public static final String ORDERING_KEY_DOC = "Under `ordering: key`, where the key whose messages run one at a time and"
             + " in order comes from: a list of ID extractors like `id`; the first that finds a value wins. Defaults to"
             + " the broker's own per-message key (the Kafka record key, the JMS `JMSXGroupID`; never the AMQP routing"
             + " key), else the idempotency key.";

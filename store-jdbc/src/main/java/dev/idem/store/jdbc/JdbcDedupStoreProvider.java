@@ -69,8 +69,9 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
     /** {@code store.jdbc.schema}: what to do about the table at start. */
     public static final ConfigKey<String> SCHEMA = ConfigKey.oneOf("schema", Schema.CREATE, Schema.VALIDATE, Schema.NONE)
             .defaultValue(Schema.CREATE)
-            .doc("At start: create the table and its index if absent, then check them (create); only check "
-                    + "that the table has every column and the primary key (validate), for databases whose "
+            .doc("At start: create the table and its index if absent, add a column a table made by an earlier "
+                    + "version lacks, then check them (create); only check that the table has every column and the "
+                    + "primary key, naming the statement that adds a missing one (validate), for databases whose "
                     + "schema is managed elsewhere; or trust it (none).");
 
     /** {@code store.jdbc.pool.maximum-size}. */
