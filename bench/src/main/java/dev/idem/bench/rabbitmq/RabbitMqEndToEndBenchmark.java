@@ -6,6 +6,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import dev.idem.api.MessageHandler;
 import dev.idem.bench.EndToEnd;
 import dev.idem.runtime.Idem;
 import java.io.IOException;
@@ -51,8 +52,7 @@ public final class RabbitMqEndToEndBenchmark {
         int messages = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
         int prefetch = args.length > 2 ? Integer.parseInt(args[2]) : 1000;
-        String env = System.getenv("IDEM_BENCH_RABBITMQ_URL");
-        String url = env != null && !env.isBlank() ? env : "amqp://guest:guest@127.0.0.1:5672/%2F";
+        String url = brokerUrl();
         ConnectionFactory factory = new ConnectionFactory();
         factory.setUri(url);
         System.out.printf("RabbitMQ end-to-end: %d messages per run, %d rounds, prefetch %d, broker at %s%n",
@@ -87,8 +87,17 @@ public final class RabbitMqEndToEndBenchmark {
                 idemMedian / rawMedian);
     }
 
-    /** Declares {@code queue} afresh and fills it, publisher confirms awaited once at the end. */
-    private static String fill(Connection admin, String queue, int messages) throws Exception {
+    /** {@code IDEM_BENCH_RABBITMQ_URL}, else the local server as guest. */
+    static String brokerUrl() {
+        String env = System.getenv("IDEM_BENCH_RABBITMQ_URL");
+        return env != null && !env.isBlank() ? env : "amqp://guest:guest@127.0.0.1:5672/%2F";
+    }
+
+    /**
+     * Declares {@code queue} afresh and fills it through the default exchange (routing key = the queue's
+     * name), publisher confirms awaited once at the end.
+     */
+    static String fill(Connection admin, String queue, int messages) throws Exception {
         try (Channel ch = admin.createChannel()) {
             ch.queueDelete(queue);
             ch.queueDeclare(queue, true, false, false, null);
@@ -151,6 +160,23 @@ public final class RabbitMqEndToEndBenchmark {
 
     private static double runIdem(String url, String queue, int messages, int prefetch)
             throws InterruptedException {
+        return runIdem(url, queue, messages, """
+                ordering: none
+                concurrency: 2
+                max-in-flight: %d
+                """.formatted(prefetch), (message, context) -> {
+                });
+    }
+
+    /**
+     * Runs Idem with the Caffeine store and {@code handler} over {@code queue} until {@code messages} are
+     * settled.
+     *
+     * @param settings the pipeline's keys besides {@code source}, as YAML lines ({@code concurrency: 8})
+     * @return messages per second, from the first handler call to the last message settled
+     */
+    static double runIdem(String url, String queue, int messages, String settings, MessageHandler handler)
+            throws InterruptedException {
         String yaml = """
                 broker:
                   type: rabbitmq
@@ -161,11 +187,8 @@ public final class RabbitMqEndToEndBenchmark {
                 pipelines:
                   bench:
                     source: %s
-                    ordering: none
-                    concurrency: 2
-                    max-in-flight: %d
-                """.formatted(url, queue, prefetch);
+                """.formatted(url, queue) + settings.indent(4);
         return EndToEnd.rate(messages, EndToEnd.timeIdem(Idem.builder().configYaml(yaml).env(Map.of()), "bench",
-                messages));
+                messages, handler));
     }
 }
