@@ -146,8 +146,16 @@ public final class Pipeline implements DeliveryListener {
         long tick = leaseKeeper.periodNanos();
         keeper = keeperExecutor.scheduleWithFixedDelay(leaseKeeper, tick, tick, TimeUnit.NANOSECONDS);
         state.phase = Phase.RUNNING;
-        subscription = adapter.subscribe(
-                new SubscriptionRequest(name(), config.source(), config.maxInFlight(), config.deadLetter()), this);
+        try {
+            subscription = adapter.subscribe(
+                    new SubscriptionRequest(name(), config.source(), config.maxInFlight(), config.deadLetter()), this);
+        } catch (RuntimeException | Error e) {
+            state.phase = Phase.STOPPED;
+            keeper.cancel(false);
+            scheduler.shutdownNow();
+            timers.close();
+            throw e;
+        }
         log.info("Pipeline '{}' consuming '{}' (ordering {}, concurrency {}, lease {}, retention {})", name(),
                 config.source(), config.ordering().name().toLowerCase(), config.concurrency(),
                 ConfigKey.formatDuration(config.lease()), ConfigKey.formatDuration(config.retention()));

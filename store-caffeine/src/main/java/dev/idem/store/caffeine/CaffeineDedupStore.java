@@ -91,10 +91,13 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         this.maximumSize = maximumSize;
         Caffeine<StoreKey, Entry> builder = Caffeine.newBuilder()
                 .ticker(ticker::getAsLong)
-                // Maintenance (eviction, expiry, the frequency sketch) stays on Caffeine's default
-                // executor: batched off the caller's thread it costs a fraction of running a full
-                // cycle inline after every write. Answers never depend on it: an expired entry reads
-                // as absent before maintenance removes it. Tests call cleanUp() to see its effects.
+                // Maintenance (eviction, expiry, the frequency sketch) runs on the writing thread that
+                // finds it due, under Caffeine's try-lock. On the default executor (the common pool, a
+                // single thread on two cores) it fell behind under a hundred writers, whose full write
+                // buffer then made every one of them wait on the eviction lock. Answers never depend on
+                // it: an expired entry reads as absent before maintenance removes it. Tests call
+                // cleanUp() to see its effects.
+                .executor(Runnable::run)
                 .maximumWeight(maximumSize)
                 .weigher(COMPLETED_ONLY)
                 .expireAfter(UNTIL_DEADLINE);
