@@ -26,11 +26,17 @@ final class Claims {
         RUN,
         /** Nothing to run: settled, or following the copy this pipeline holds. */
         DONE,
-        /** Another owner holds the key: wait until {@link Work#deferredUntil}, then claim again. */
+        /**
+         * Another owner holds the key: wait until {@link Work#deferredUntil} (a short, growing back-off, at most
+         * until the owner's lease ends), then claim again.
+         */
         DEFER,
         /** Ask the store once more before deferring: the local holder may have just finished. */
         RECHECK
     }
+
+    /** The first re-check of a key another owner holds; each later one waits twice as long. */
+    static final long RECHECK_FIRST_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final PipelineState s;
     private final Settlement settle;
@@ -110,9 +116,16 @@ final class Claims {
         if (mayRecheck && (holder == null || holder.isSettled())) {
             return Verdict.RECHECK;
         }
-        s.metrics.deferred.count(w);
+        if (w.deferrals == 0) {
+            s.metrics.deferred.count(w);
+        }
+        // The other owner usually finishes within milliseconds (a concurrent copy, a retry): ask again soon,
+        // backing off, and never later than when its lease ends, where a takeover becomes possible.
+        long leaseLeft = Math.max(1, inProgress.retryAfter().toNanos());
+        long recheck = RECHECK_FIRST_NANOS << Math.min(w.deferrals, 20);
+        w.deferrals++;
         w.claimPending = true;
-        w.deferredUntil = s.now() + Math.max(1, inProgress.retryAfter().toNanos());
+        w.deferredUntil = s.now() + Math.min(leaseLeft, recheck);
         return Verdict.DEFER;
     }
 

@@ -58,6 +58,8 @@ final class Work {
     /** Deferred because another owner held the key: claim again once the ticker passes {@link #deferredUntil}. */
     boolean claimPending;
     long deferredUntil;
+    /** How often it found its key held by another owner: the re-check back-off grows with it. */
+    int deferrals;
     /** Handler runs made in this process for the current claim. */
     int runs;
     /** The store's count of recorded starts, for a suspect; 0 otherwise. */

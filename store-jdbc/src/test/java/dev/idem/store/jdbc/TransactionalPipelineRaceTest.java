@@ -25,7 +25,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * one service) get every one of 10,000 keys at about the same time, and their handler writes one
  * business row per message in the store's transaction, failing at random 10 % of the time after the
  * write. Exactly one business row per key must remain: the failed runs rolled back, and the losing
- * copy of each race waited on the key and was found a duplicate.
+ * copy of each race was deferred while the key was claimed (or waited on its row while the winner's
+ * transaction ran) and was then found a duplicate.
  */
 class TransactionalPipelineRaceTest {
 
