@@ -12,8 +12,9 @@ import org.slf4j.LoggerFactory;
  * Runs short tasks once a delay has passed on the pipeline's ticker: parked keys (retry back-off,
  * deferral) wake up here, so no worker thread ever sleeps. One daemon thread; tasks must not block.
  *
- * <p>Deadlines are read from the injected ticker, and the thread looks at it at least every
- * {@link #MAX_WAIT_NANOS}, so a test that moves a manual ticker sees its tasks run without sleeping.
+ * <p>Deadlines are read from the injected ticker; while a task waits, the thread looks at the ticker at
+ * least every {@link #MAX_WAIT_NANOS}, so a test that moves a manual ticker sees its tasks run without
+ * sleeping. With nothing scheduled it sleeps until something is.
  */
 final class DelayedTasks {
 
@@ -82,8 +83,12 @@ final class DelayedTasks {
                         return;
                     }
                     Task head = queue.peek();
-                    long wait = head == null ? MAX_WAIT_NANOS : Math.min(MAX_WAIT_NANOS, head.dueNanos - ticker.getAsLong());
-                    if (head != null && wait <= 0) {
+                    if (head == null) {
+                        changed.await();
+                        continue;
+                    }
+                    long wait = Math.min(MAX_WAIT_NANOS, head.dueNanos - ticker.getAsLong());
+                    if (wait <= 0) {
                         due = queue.poll().action;
                         break;
                     }

@@ -172,19 +172,16 @@ final class KeyScheduler {
             try {
                 step = runner.run(head, alone);
             } catch (Throwable t) {
+                // Out of memory, typically: hand the message back unfinished and keep the worker, as the
+                // pool's size is the pipeline's concurrency.
                 log.error("A pipeline worker failed on {}; handing it back", head.describe(), t);
-                runner.handBack(head);
-                step = Step.HANDED_BACK;
-                if (t instanceof VirtualMachineError) {
-                    lock.lock();
-                    try {
-                        handBack = finish(current, step);
-                    } finally {
-                        lock.unlock();
-                    }
-                    handBack.forEach(runner::handBack);
-                    throw (VirtualMachineError) t;
+                try {
+                    runner.handBack(head);
+                } catch (Throwable again) {
+                    log.error("Could not hand {} back; the broker redelivers it once the process ends",
+                            head.describe(), again);
                 }
+                step = Step.HANDED_BACK;
             }
         }
     }

@@ -50,7 +50,8 @@ abstract class RunStrategy {
             w.endRun();
             s.metrics.handler.record(s.now() - start, TimeUnit.NANOSECONDS);
         }
-        if (failure instanceof VirtualMachineError vme) {
+        if (failure instanceof VirtualMachineError vme && !(vme instanceof StackOverflowError)) {
+            // The JVM itself is in trouble (out of memory): not the message's failure, so not counted against it.
             throw vme;
         }
         return failure;

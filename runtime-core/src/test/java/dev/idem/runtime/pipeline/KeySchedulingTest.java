@@ -12,6 +12,7 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.StoreKey;
+import dev.idem.testkit.memory.InMemoryBroker;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -212,6 +213,28 @@ class KeySchedulingTest {
         await().until(() -> count(runtime, "processed") == accounts * perAccount);
         assertThat(seen).hasSize(accounts);
         assertThat(seen.values()).allSatisfy(seqs -> assertThat(seqs).isSorted().hasSize(perAccount));
+    }
+
+    @Test
+    void aHandlerThatOverflowsItsStackIsDeadLetteredAndItsWorkerGoesOn() {
+        IdemRuntime runtime = harness.start(yaml("""
+                concurrency: 1
+                retry:
+                  max-attempts: 2
+                  initial-backoff: 0ms
+                  max-backoff: 0ms
+                """), (message, context) -> {
+            ran.add(message.payloadAsString());
+            if (message.payloadAsString().equals("deep")) {
+                throw new StackOverflowError("recursed too deep (test)");
+            }
+        });
+        publish("deep-1", null, "deep");
+        publish("after-1", null, "after");
+        await().until(() -> count(runtime, "dead-lettered") == 1 && count(runtime, "processed") == 1);
+        assertThat(ran).containsExactlyInAnyOrder("deep", "deep", "after");
+        assertThat(harness.broker.drain(PipelineHarness.DLQ)).singleElement().satisfies(dead ->
+                assertThat(dead.headers()).containsEntry(InMemoryBroker.DEAD_LETTER_CAUSE, "handler-failed"));
     }
 
     @Test
