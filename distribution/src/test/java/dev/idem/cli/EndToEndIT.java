@@ -156,7 +156,7 @@ class EndToEndIT {
     }
 
     /** The adapter declares the queue when idem run subscribes; publishing starts after that. */
-    private static String rabbitMqBroker(String uri) {
+    static String rabbitMqBroker(String uri) {
         return """
                 broker:
                   type: rabbitmq

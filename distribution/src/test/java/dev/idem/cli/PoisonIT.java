@@ -148,12 +148,7 @@ class PoisonIT {
         }
 
         String config() {
-            return """
-                    broker:
-                      type: rabbitmq
-                      rabbitmq:
-                        uri: "%s"
-                        declare: true
+            return EndToEndIT.rabbitMqBroker(rabbitUri) + """
                     store:
                       type: jdbc
                       jdbc: { url: "%s?currentSchema=%s", username: postgres }
@@ -174,7 +169,7 @@ class PoisonIT {
                       summary-interval: 5s
                       shutdown-timeout: 10s
                       http: { port: %d }
-                    """.formatted(rabbitUri, postgresUrl, schema, queue, PoisonHandler.class.getName(), transactional,
+                    """.formatted(postgresUrl, schema, queue, PoisonHandler.class.getName(), transactional,
                     CONCURRENCY, MAX_IN_FLIGHT, LEASE.toSeconds(), MAX_DELIVERIES, port);
         }
 

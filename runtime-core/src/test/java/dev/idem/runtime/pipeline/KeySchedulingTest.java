@@ -42,19 +42,8 @@ class KeySchedulingTest {
         harness.close();
     }
 
-    private static String yaml(String extra) {
-        return """
-                broker:
-                  type: memory
-                store:
-                  type: caffeine
-                runtime:
-                  shutdown-timeout: 10s
-                pipelines:
-                  orders:
-                    source: orders
-                    dead-letter: orders.DLQ
-                """ + extra.lines().map(l -> "    " + l + "\n").reduce("", String::concat);
+    private static String yaml(String settings) {
+        return PipelineHarness.pipeline(settings);
     }
 
     private void publish(String id, String brokerKey, String payload) {

@@ -55,6 +55,16 @@ final class PipelineHarness implements AutoCloseable {
 
     /** The pipeline settings every test starts from; {@code extra} lines are appended under the pipeline. */
     static String config(String extra) {
+        return pipeline("""
+                retry:
+                  max-attempts: 3
+                  initial-backoff: 0ms
+                  max-backoff: 0ms
+                """ + extra);
+    }
+
+    /** The memory broker, the Caffeine store and pipeline {@code orders} with only {@code settings} under it. */
+    static String pipeline(String settings) {
         return """
                 broker:
                   type: memory
@@ -66,11 +76,7 @@ final class PipelineHarness implements AutoCloseable {
                   orders:
                     source: orders
                     dead-letter: orders.DLQ
-                    retry:
-                      max-attempts: 3
-                      initial-backoff: 0ms
-                      max-backoff: 0ms
-                """ + extra.lines().map(l -> "    " + l + "\n").reduce("", String::concat);
+                """ + settings.lines().map(l -> "    " + l + "\n").reduce("", String::concat);
     }
 
     IdemRuntime start(String yaml, MessageHandler handler) {
