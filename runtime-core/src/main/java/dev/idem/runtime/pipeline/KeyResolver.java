@@ -7,8 +7,8 @@ import java.util.List;
 
 /**
  * Finds a message's idempotency key through the extractor chain and checks it: present, at most
- * {@link StoreKey#MAX_ID_BYTES} bytes of UTF-8, and valid UTF-8 (no lone surrogate and no U+FFFD,
- * which is what an adapter's decoder leaves of invalid bytes). A key that fails follows the
+ * {@link StoreKey#MAX_ID_BYTES} bytes of UTF-8, valid UTF-8 (no lone surrogate and no U+FFFD,
+ * which is what an adapter's decoder leaves of invalid bytes), and free of control characters. A key that fails follows the
  * pipeline's policy. Thread-safe.
  */
 final class KeyResolver {
@@ -68,6 +68,11 @@ final class KeyResolver {
         }
     }
 
+    /** C0 and C1 controls, DEL, and the Unicode line and paragraph separators. */
+    static boolean isControl(char c) {
+        return c < 0x20 || (c >= 0x7F && c < 0xA0) || c == '\u2028' || c == '\u2029';
+    }
+
     /** Why a key cannot be stored, or {@code null} if it can. */
     static String invalidity(String key) {
         int length = key.length();
@@ -76,6 +81,10 @@ final class KeyResolver {
         int bytes = 0;
         for (int i = 0; i < length; i++) {
             char c = key.charAt(i);
+            if (isControl(c)) {
+                return "the idempotency key holds a control character (" + LogSafe.codePoint(c) + ") at index " + i
+                        + "; keys are printable text, and one with a line break could forge log lines";
+            }
             if (c < 0x80) {
                 bytes += 1;
             } else if (c < 0x800) {

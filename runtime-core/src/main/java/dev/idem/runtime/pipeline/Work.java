@@ -161,9 +161,11 @@ final class Work {
         return runState == RUNNING;
     }
 
+    /** For log lines: every message-derived value escaped, so none can forge a line. */
     String describe() {
-        return "message " + (key != null ? "key '" + key + "'" : "without key")
-                + (message.brokerMessageId() != null ? " (broker id " + message.brokerMessageId() + ")" : "")
-                + " from " + message.source();
+        return "message " + (key != null ? "key '" + LogSafe.text(key) + "'" : "without key")
+                + (message.brokerMessageId() != null ? " (broker id " + LogSafe.text(message.brokerMessageId()) + ")"
+                        : "")
+                + " from " + LogSafe.text(message.source());
     }
 }

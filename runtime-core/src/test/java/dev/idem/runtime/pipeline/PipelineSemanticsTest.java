@@ -350,6 +350,17 @@ class PipelineSemanticsTest {
     }
 
     @Test
+    void keyWithALineBreakIsInvalidAndDeadLetteredWithoutRunning() {
+        IdemRuntime runtime = harness.start(config(""), counting());
+        harness.publish("evil\n12:00:00.000 INFO  [main] d.i.r.IdemRuntime   - FORGED LINE", "x");
+        InboundMessage dead = awaitDeadLetters(1).get(0);
+        assertThat(dead.headers()).containsEntry(InMemoryBroker.DEAD_LETTER_CAUSE, "invalid-id");
+        assertThat(dead.headers().get(InMemoryBroker.DEAD_LETTER_DETAIL)).contains("U+000A");
+        assertThat(runs).isEmpty();
+        assertThat(count(runtime, "dead-lettered")).isEqualTo(1);
+    }
+
+    @Test
     void sameKeyWithOtherPayloadIsDeadLetteredByDefault() {
         IdemRuntime runtime = harness.start(config(""), counting());
         harness.publish("k-1", "amount=10");
