@@ -62,6 +62,9 @@ final class KeyScheduler {
         }
     }
 
+    /** The most keys a worker takes at once. */
+    private static final int MAX_CHUNK = 16;
+
     private final Runner runner;
     private final DelayedTasks timers;
     private final ReentrantLock lock = new ReentrantLock();
@@ -142,70 +145,92 @@ final class KeyScheduler {
     }
 
     private void work() {
-        KeyQueue current = null;
-        Step step = null;
-        List<Work> handBack = null;
+        KeyQueue[] held = new KeyQueue[MAX_CHUNK];
+        Step[] steps = new Step[MAX_CHUNK];
+        int count = 0;
+        List<Work> handBack = new ArrayList<>();
         while (true) {
             boolean alone = false;
             lock.lock();
             try {
-                if (current != null) {
-                    handBack = finish(current, step);
-                    current = null;
+                for (int i = 0; i < count; i++) {
+                    List<Work> rest = finish(held[i], steps[i]);
+                    if (rest != null) {
+                        handBack.addAll(rest);
+                    }
+                    held[i] = null;
                 }
-                if (handBack == null) {
-                    current = take();
-                    alone = current != null && current == isolated;
-                }
+                count = handBack.isEmpty() ? take(held) : 0;
+                alone = count == 1 && held[0] == isolated;
             } finally {
                 lock.unlock();
             }
-            if (handBack != null) {
+            if (!handBack.isEmpty()) {
                 handBack.forEach(runner::handBack);
-                handBack = null;
+                handBack.clear();
                 continue;
             }
-            if (current == null) {
+            if (count == 0) {
                 return;
             }
-            Work head = current.works.peekFirst();
-            try {
-                step = runner.run(head, alone);
-            } catch (Throwable t) {
-                // Out of memory, typically: hand the message back unfinished and keep the worker, as the
-                // pool's size is the pipeline's concurrency.
-                log.error("A pipeline worker failed on {}; handing it back", head.describe(), t);
-                try {
-                    runner.handBack(head);
-                } catch (Throwable again) {
-                    log.error("Could not hand {} back; the broker redelivers it once the process ends",
-                            head.describe(), again);
-                }
-                step = Step.HANDED_BACK;
+            for (int i = 0; i < count; i++) {
+                steps[i] = runHead(held[i], alone);
             }
         }
     }
 
-    /** The next key to run, or {@code null} once closed. Called under the lock; may wait. */
-    private KeyQueue take() {
+    private Step runHead(KeyQueue q, boolean alone) {
+        Work head = q.works.peekFirst();
+        try {
+            return runner.run(head, alone);
+        } catch (Throwable t) {
+            // Out of memory, typically: hand the message back unfinished and keep the worker, as the
+            // pool's size is the pipeline's concurrency.
+            log.error("A pipeline worker failed on {}; handing it back", head.describe(), t);
+            try {
+                runner.handBack(head);
+            } catch (Throwable again) {
+                log.error("Could not hand {} back; the broker redelivers it once the process ends",
+                        head.describe(), again);
+            }
+            return Step.HANDED_BACK;
+        }
+    }
+
+    /**
+     * Takes the next keys to run into {@code out}: one suspect alone, or up to a fair share of the
+     * runnable keys (so a worker pays the lock once per chunk, not per message, while the other workers
+     * still find keys); 0 once closed. Called under the lock; may wait.
+     */
+    private int take(KeyQueue[] out) {
         while (!closed) {
             if (isolated == null) {
                 if (!suspects.isEmpty()) {
                     if (running == 0) {
                         isolated = suspects.pollFirst();
                         running++;
-                        return isolated;
+                        out[0] = isolated;
+                        return 1;
                     }
-                } else {
-                    KeyQueue q = ready.pollFirst();
-                    if (q != null) {
+                } else if (!ready.isEmpty()) {
+                    int share = Math.max(1, Math.min(out.length, ready.size() / workers.length));
+                    int n = 0;
+                    while (n < share) {
+                        KeyQueue q = ready.pollFirst();
+                        if (q == null) {
+                            break;
+                        }
                         if (q.works.peekFirst().suspect) {
                             suspects.addLast(q);
-                            continue;
+                            break;
                         }
-                        running++;
-                        return q;
+                        out[n++] = q;
                     }
+                    if (n > 0) {
+                        running += n;
+                        return n;
+                    }
+                    continue;
                 }
             }
             waitingWorkers++;
@@ -215,7 +240,7 @@ final class KeyScheduler {
                 waitingWorkers--;
             }
         }
-        return null;
+        return 0;
     }
 
     /** Applies a run's step to its key; returns works to hand back, or {@code null}. Under the lock. */
@@ -258,7 +283,7 @@ final class KeyScheduler {
             workReady.signalAll();
         } else if (running == 0 && (!suspects.isEmpty() || closed)) {
             workReady.signalAll();
-        } else if (!ready.isEmpty() && waitingWorkers > 0 && running + 1 < workers.length) {
+        } else if (!ready.isEmpty() && waitingWorkers > 0) {
             workReady.signal();
         }
         return handBack;
