@@ -3,7 +3,7 @@ package dev.idem.store.caffeine;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
-import com.github.benmanes.caffeine.cache.Weigher;
+import com.github.benmanes.caffeine.cache.Policy;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
@@ -19,30 +19,68 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
 import java.util.function.LongSupplier;
 
 /**
- * A {@link DedupStore} in this process's memory, on a Caffeine cache whose clock is the injected
- * nano ticker. See {@link CaffeineDedupStoreProvider} for what it is good for.
+ * A {@link DedupStore} in this process's memory, in two tiers. See {@link CaffeineDedupStoreProvider}
+ * for what it is good for.
  *
- * <p>Each key maps to an immutable {@link Entry}; every state change replaces the entry atomically
- * for its key. Each entry carries its own deadline, which a variable {@link Expiry} hands to
- * Caffeine: a claim lives until its lease ends plus the request's retention (so that a takeover
- * still sees its attempt count), a completed key until its retention ends. Lease checks compare
- * against the same ticker. All time arithmetic is on differences of ticker readings, which may be
- * negative and may wrap, as {@link System#nanoTime()}'s may.
+ * <p><b>Tiers.</b> Claims live in a plain {@link ConcurrentHashMap}, never bounded: they are few (at
+ * most the runtimes' in-flight messages plus abandoned claims not yet forgotten), and evicting one would
+ * let a second consumer acquire a key whose handler is still running, the one thing this store exists to
+ * prevent. Only completed keys go into a Caffeine cache bounded by {@code maximum-size}, each expiring at
+ * the end of its retention; losing one to the bound only means a late redelivery of it runs again, the
+ * documented cost of a bound. So a message costs one bounded write (its completion) and not two: the
+ * bounded cache's upkeep (write buffer, timer wheel, maintenance) is what dominated the per-message path.
  *
- * <p>{@code recordStart} replaces the owner's entry with one counting a start more and keeping every
- * deadline; a takeover carries the count over to the new owner's entry, and a release or the claim's
- * expiry forgets it with the entry.
+ * <p><b>Why every operation is atomic per key across the tiers.</b> Every change of a key runs inside
+ * {@code claims.compute} for that key, which the map serializes per key, and the changes that involve the
+ * completed tier make their read or write of it inside that same compute: a claim re-reads it before
+ * creating a claim, {@code complete} writes it, {@code delete} removes from it. Two changes of one key
+ * therefore never interleave, and each sees the other wholly or not at all. Nothing else writes to the
+ * completed tier; Caffeine only removes from it (retention, size bound), and a completed key going absent
+ * is a transition of its own that needs no claim-map lock. From this follows the invariant every
+ * operation relies on: a key never holds both a remembered claim and a live completion (a claim is created
+ * only under the lock, after finding no completion; a completion only under the lock, by {@code complete}
+ * in the compute that drops the claim). {@code complete} writes the completion before its compute drops
+ * the claim, so there is no instant at which the key is in neither tier; the only lock-free read, a claim
+ * looking into the completed tier first, therefore sees a completion from the moment it is written (that
+ * write is where {@code complete} takes effect), and a claim that missed it blocks on the key's lock and
+ * re-reads the tier there, finding the completion: it answers {@code Duplicate}, never {@code Acquired}.
+ * {@code inspect} runs under the lock as well, so it never sees the key half-moved.
  *
- * <p>As an {@link InspectableDedupStore}: {@code inspect} and {@code delete} are one map read or removal;
- * {@code expiresAt} is the time left on the ticker added to {@link Instant#now()}, exact to the
- * nanosecond of the ticker. {@code stats} visits every entry (a few milliseconds per million keys), is
- * never truncated, and counts while other threads change keys, so it is exact only for a quiet store.
+ * <p><b>Time.</b> A claim carries its deadlines (lease end, and the lease end plus the request's
+ * retention, until which a takeover still counts on from its attempts and starts); they are checked
+ * lazily against the nano ticker under the key's lock, and a claim past its remembered-until time counts
+ * as absent (and is dropped by whichever operation meets it). Time only moves forward, so such a claim
+ * never comes back; the sweep, which removes abandoned claims that nobody touches again, removes only
+ * those and only the very instance it looked at ({@code remove(key, value)}), so it changes no key's
+ * visible state and never removes a claim renewed or taken over meanwhile. It runs outside any compute
+ * (the map forbids touching other keys inside one), on one thread at a time, once the tokens handed out
+ * since the last sweep reach the number of claims that sweep left (and at least {@value #SWEEP_EVERY}):
+ * a sweep then visits what the last one left plus at most one claim per token since, so at most two
+ * claims per claim made, amortized, and an abandoned claim leaves within about that many claims after
+ * its time ran out. All time arithmetic is on differences of ticker readings, which may
+ * be negative and may wrap, as {@link System#nanoTime()}'s may.
+ *
+ * <p><b>Locks.</b> Under a claim-map lock the store calls into Caffeine, whose maintenance may then run on
+ * this thread (on {@code executor(Runnable::run)}); Caffeine never calls back into the claim map (no
+ * listener, nothing in the expiry), so the lock order is always claim map, then cache, and cannot cycle.
+ *
+ * <p>{@code recordStart} replaces the owner's claim with one counting a start more and keeping every
+ * deadline; a takeover carries the count over to the new owner's claim, and a release or the claim being
+ * forgotten drops it with the claim.
+ *
+ * <p>As an {@link InspectableDedupStore}: {@code inspect} and {@code delete} are one compute on the claim
+ * map with one read or removal in the cache; {@code expiresAt} is the time left on the ticker added to
+ * {@link Instant#now()}, exact to the nanosecond of the ticker. {@code stats} visits every claim and every
+ * completed key (a few milliseconds per million keys), is never truncated, and counts while other threads
+ * change keys (a key completing meanwhile may be counted in both tiers or in neither), so it is exact only
+ * for a quiet store.
  */
 final class CaffeineDedupStore implements InspectableDedupStore {
 
@@ -51,45 +89,47 @@ final class CaffeineDedupStore implements InspectableDedupStore {
     private static final long MAX_NANOS = Long.MAX_VALUE >> 2;
     private static final long MAX_SECONDS = MAX_NANOS / 1_000_000_000L;
 
+    /** The fewest claims between two sweeps of the claim map; a power of two, as the trigger tests token bits. */
+    static final int SWEEP_EVERY = 1024;
+
     private static final Duplicate MATCHES = new Duplicate(true);
     private static final Duplicate DIFFERS = new Duplicate(false);
 
-    /*
-     * Only completed keys count towards maximum-size. Evicting a claimed key would let a second
-     * consumer acquire a key whose handler is still running: a duplicate run, the one thing this
-     * store exists to prevent. Claims are few (bounded by the runtime's in-flight messages) and
-     * leave on their own once their lease and retention end. Losing a completed key to the size
-     * bound only means a late redelivery of it runs again, the documented cost of a bound.
-     */
-    private static final Weigher<StoreKey, Entry> COMPLETED_ONLY = (key, entry) -> entry.completed ? 1 : 0;
-
-    private static final Expiry<StoreKey, Entry> UNTIL_DEADLINE = new Expiry<>() {
+    private static final Expiry<StoreKey, Done> UNTIL_RETENTION_ENDS = new Expiry<>() {
         @Override
-        public long expireAfterCreate(StoreKey key, Entry entry, long currentTime) {
-            return Math.max(0L, entry.expiresAt - currentTime);
+        public long expireAfterCreate(StoreKey key, Done done, long currentTime) {
+            return Math.max(0L, done.expiresAt - currentTime);
         }
 
         @Override
-        public long expireAfterUpdate(StoreKey key, Entry entry, long currentTime, long currentDuration) {
-            return Math.max(0L, entry.expiresAt - currentTime);
+        public long expireAfterUpdate(StoreKey key, Done done, long currentTime, long currentDuration) {
+            return Math.max(0L, done.expiresAt - currentTime);
         }
 
         @Override
-        public long expireAfterRead(StoreKey key, Entry entry, long currentTime, long currentDuration) {
+        public long expireAfterRead(StoreKey key, Done done, long currentTime, long currentDuration) {
             return currentDuration;
         }
     };
 
     private final LongSupplier ticker;
     private final long maximumSize;
-    private final Cache<StoreKey, Entry> cache;
-    private final ConcurrentMap<StoreKey, Entry> map;
+    /** Claimed keys, remembered or not yet swept; never bounded. */
+    private final ConcurrentHashMap<StoreKey, Claim> claims = new ConcurrentHashMap<>();
+    /** Completed keys, bounded by maximum-size and expiring at the end of their retention. */
+    private final Cache<StoreKey, Done> completed;
+    private final Policy<StoreKey, Done> completedPolicy;
     private final Tokens tokens = new Tokens();
+    private final AtomicBoolean sweeping = new AtomicBoolean();
+    /** The token that triggered the last sweep. */
+    private volatile long lastSweep;
+    /** How many claims the last sweep left: the next is due once as many tokens (at least SWEEP_EVERY) followed it. */
+    private volatile int leftBySweep;
 
     CaffeineDedupStore(long maximumSize, int initialCapacity, LongSupplier ticker) {
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.maximumSize = maximumSize;
-        Caffeine<StoreKey, Entry> builder = Caffeine.newBuilder()
+        Caffeine<StoreKey, Done> builder = Caffeine.newBuilder()
                 .ticker(ticker::getAsLong)
                 // Maintenance (eviction, expiry, the frequency sketch) runs on the writing thread that
                 // finds it due, under Caffeine's try-lock. On the default executor (the common pool, a
@@ -98,87 +138,71 @@ final class CaffeineDedupStore implements InspectableDedupStore {
                 // it: an expired entry reads as absent before maintenance removes it. Tests call
                 // cleanUp() to see its effects.
                 .executor(Runnable::run)
-                .maximumWeight(maximumSize)
-                .weigher(COMPLETED_ONLY)
-                .expireAfter(UNTIL_DEADLINE);
+                // Only completed keys are in this cache, so the bound counts only them: a claim, in the
+                // claim map, is never evicted.
+                .maximumSize(maximumSize)
+                .expireAfter(UNTIL_RETENTION_ENDS);
         if (initialCapacity > 0) {
             builder.initialCapacity(initialCapacity);
         }
-        this.cache = builder.build();
-        this.map = cache.asMap();
+        this.completed = builder.build();
+        this.completedPolicy = completed.policy();
     }
 
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
         int size = requests.size();
         if (size == 1) {
-            return List.of(claim(requests.get(0), null, 0));
+            long token = tokens.next();
+            ClaimResult result = claim(requests.get(0), token, null, 0);
+            if ((token & (SWEEP_EVERY - 1)) == 0) {
+                sweepIfDue(token);
+            }
+            return List.of(result);
         }
         ClaimResult[] results = new ClaimResult[size];
+        long sweepToken = 0;
         for (int i = 0; i < size; i++) {
-            results[i] = claim(requests.get(i), results, i);
+            long token = tokens.next();
+            results[i] = claim(requests.get(i), token, results, i);
+            if ((token & (SWEEP_EVERY - 1)) == 0) {
+                sweepToken = token;
+            }
+        }
+        // After the batch, not within it: a key repeated in the batch must find its earlier claim.
+        if (sweepToken != 0) {
+            sweepIfDue(sweepToken);
         }
         return List.of(results);
     }
 
     /**
-     * Claims one key. The common answers (fresh, duplicate, in progress) take a single
-     * {@code putIfAbsent}, which Caffeine answers without locking when the key is present; only a
-     * takeover of a lease that ran out takes the key's lock.
+     * Claims one key. A duplicate is answered from the completed tier without a lock; everything else
+     * is decided under the key's lock in the claim map, where the completed tier is looked at again.
      *
      * @param earlier the results of this batch so far, or {@code null} for a batch of one
      */
-    private ClaimResult claim(ClaimRequest request, ClaimResult[] earlier, int count) {
-        long now = ticker.getAsLong();
-        long token = tokens.next();
-        // Made up front so one putIfAbsent answers every common case; for a duplicate it is garbage.
-        Entry fresh = Entry.claimed(token, 1, request.fingerprint(), now, nanos(request.lease()),
-                nanos(request.retention()), 0);
-        Entry existing = map.putIfAbsent(request.key(), fresh);
-        if (existing == null) {
-            return new Acquired(token, 1);
+    private ClaimResult claim(ClaimRequest request, long token, ClaimResult[] earlier, int count) {
+        Done done = completed.getIfPresent(request.key());
+        if (done != null) {
+            return duplicate(done, request.fingerprint());
         }
-        if (existing.completed) {
-            return duplicate(existing, request.fingerprint());
-        }
-        long remaining = existing.leaseUntil - now;
-        if (remaining > 0) {
-            return new InProgress(Duration.ofNanos(remaining));
-        }
-        Takeover takeover = new Takeover(request, token, earlier, count);
-        map.compute(request.key(), takeover);
-        return takeover.result;
+        ClaimOp op = new ClaimOp(request, token, earlier, count);
+        claims.compute(request.key(), op);
+        return op.result;
     }
 
     @Override
     public boolean complete(StoreKey key, long token, Duration retention) {
-        // A read and a compare-and-replace of the entry instance: Caffeine's compute path would
-        // allocate a capturing lambda and scratch arrays on every message, and completes are as
-        // frequent as claims.
-        long retentionNanos = nanos(retention);
-        while (true) {
-            Entry entry = map.get(key);
-            if (entry == null) {
-                return false;
-            }
-            if (entry.completed) {
-                // A retry by the owner whose completion already landed succeeds again.
-                return entry.token == token;
-            }
-            if (entry.token != token) {
-                return false;
-            }
-            if (map.replace(key, entry, entry.completedAt(ticker.getAsLong(), retentionNanos))) {
-                return true;
-            }
-            // Renewed, taken over or completed meanwhile: decide on the entry as it is now.
-        }
+        CompleteOp op = new CompleteOp(token, nanos(retention));
+        claims.compute(key, op);
+        return op.done;
     }
 
     @Override
     public boolean release(StoreKey key, long token) {
         Release op = new Release(token);
-        map.computeIfPresent(key, op);
+        claims.computeIfPresent(key, op);
         return op.done;
     }
 
@@ -188,85 +212,77 @@ final class CaffeineDedupStore implements InspectableDedupStore {
             throw new IllegalArgumentException("lease must be positive: " + lease);
         }
         Renew op = new Renew(token, nanos(lease));
-        map.computeIfPresent(key, op);
+        claims.computeIfPresent(key, op);
         return op.done;
     }
 
     @Override
     public int recordStart(StoreKey key, long token) {
-        while (true) {
-            // A compare-and-replace, as in complete: no capturing lambda per call, and only racing
-            // calls on the same key ever loop.
-            Entry entry = map.get(key);
-            if (entry == null || !entry.claimedBy(token)) {
-                return 0;
-            }
-            Entry started = entry.withOneMoreStart();
-            if (map.replace(key, entry, started)) {
-                return started.starts;
-            }
-            // Renewed, taken over, released or started meanwhile: decide on the entry as it is now.
-        }
+        RecordStart op = new RecordStart(token);
+        claims.computeIfPresent(key, op);
+        return op.starts;
     }
 
     @Override
     public Optional<StoredKey> inspect(StoreKey key) {
         Objects.requireNonNull(key, "key");
-        Entry entry = map.get(key);
-        long now = ticker.getAsLong();
-        if (entry == null || !entry.liveAt(now)) {
-            return Optional.empty();
-        }
-        StoredKey.State state = entry.completed ? StoredKey.State.COMPLETED : StoredKey.State.CLAIMED;
-        long left = (entry.completed ? entry.expiresAt : entry.leaseUntil) - now;
-        return Optional.of(new StoredKey(state, entry.attempts, entry.fingerprint, Instant.now().plusNanos(left)));
+        Inspect op = new Inspect();
+        claims.compute(key, op);
+        return Optional.ofNullable(op.seen);
     }
 
     @Override
     public boolean delete(StoreKey key) {
         Objects.requireNonNull(key, "key");
-        Entry removed = map.remove(key);
-        return removed != null && removed.liveAt(ticker.getAsLong());
+        Delete op = new Delete();
+        claims.compute(key, op);
+        return op.wasLive;
     }
 
     @Override
     public StoreStats stats() {
         long now = ticker.getAsLong();
         long claimed = 0;
-        long completed = 0;
-        for (Entry entry : map.values()) {
-            if (entry.liveAt(now)) {
-                if (entry.completed) {
-                    completed++;
-                } else {
-                    claimed++;
-                }
+        for (Claim claim : claims.values()) {
+            if (claim.leasedAt(now)) {
+                claimed++;
             }
         }
-        return new StoreStats(claimed, completed, false);
+        long done = 0;
+        for (Done entry : completed.asMap().values()) {
+            if (entry.liveAt(now)) {
+                done++;
+            }
+        }
+        return new StoreStats(claimed, done, false);
     }
 
     @Override
     public void close() {
-        cache.invalidateAll();
-        cache.cleanUp();
+        claims.clear();
+        completed.invalidateAll();
+        completed.cleanUp();
     }
 
-    /** Runs pending evictions and expirations now; for tests. */
+    /** Runs pending evictions and expirations of the completed tier now; for tests. */
     void cleanUp() {
-        cache.cleanUp();
+        completed.cleanUp();
     }
 
-    /** How many completed keys are held: the weight the size bound applies to; for tests. */
+    /** How many completed keys are held: what the size bound applies to; for tests. */
     long completedCount() {
-        cache.cleanUp();
-        return cache.policy().eviction().orElseThrow().weightedSize().orElseThrow();
+        completed.cleanUp();
+        return completed.estimatedSize();
     }
 
-    /** How many keys are held, claimed or completed; for tests. */
+    /** How many claims the claim map holds, including any not yet swept after they were forgotten; for tests. */
+    int claimCount() {
+        return claims.size();
+    }
+
+    /** How many keys are held in both tiers; for tests. */
     long keyCount() {
-        cache.cleanUp();
-        return cache.estimatedSize();
+        return completedCount() + claimCount();
     }
 
     @Override
@@ -274,8 +290,30 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         return "CaffeineDedupStore[maximum-size=" + maximumSize + "]";
     }
 
-    private static ClaimResult duplicate(Entry completed, String fingerprint) {
-        String stored = completed.fingerprint;
+    /**
+     * Sweeps forgotten claims out of the claim map once, since the last sweep, as many tokens were handed
+     * out as that sweep left claims behind (and at least {@link #SWEEP_EVERY}). A sweep then visits at
+     * most what the last one left plus one claim per token since, so at most two claims per token
+     * amortized, and a map growing with abandoned claims is swept at least every time it doubles. Called
+     * by the thread whose token hit a multiple of {@link #SWEEP_EVERY}, outside any compute.
+     */
+    private void sweepIfDue(long token) {
+        if (token - lastSweep < Math.max(SWEEP_EVERY, leftBySweep) || !sweeping.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            long now = ticker.getAsLong();
+            // Removes each entry only if it still maps to the claim tested (ConcurrentHashMap.remove(k, v)).
+            claims.values().removeIf(claim -> !claim.rememberedAt(now));
+            leftBySweep = claims.size();
+            lastSweep = token;
+        } finally {
+            sweeping.set(false);
+        }
+    }
+
+    private static ClaimResult duplicate(Done done, String fingerprint) {
+        String stored = done.fingerprint;
         return stored == null || fingerprint == null || stored.equals(fingerprint) ? MATCHES : DIFFERS;
     }
 
@@ -288,70 +326,87 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         return seconds >= MAX_SECONDS ? MAX_NANOS : duration.toNanos();
     }
 
-    /** The state of one key. Immutable: a change is a new entry, swapped in atomically. */
-    static final class Entry {
+    /** A claimed key. Immutable: a change is a new claim, swapped in under the key's lock. */
+    static final class Claim {
         final long token;
         final int attempts;
         final String fingerprint;
-        final boolean completed;
-        /** Claims only: when the lease ends. */
+        /** When the lease ends. */
         final long leaseUntil;
-        /** Claims only: how long the claim is remembered after its lease, for renewals. */
-        final long claimRetention;
-        final long expiresAt;
-        /** Claims only: the handler starts recorded since the key was first claimed, across takeovers. */
+        /** How long the claim is remembered after its lease, for a takeover's counts. */
+        final long retention;
+        /** When the claim is forgotten: its lease end plus its retention. */
+        final long rememberedUntil;
+        /** The handler starts recorded since the key was first claimed, across takeovers. */
         final int starts;
 
-        private Entry(long token, int attempts, String fingerprint, boolean completed, long leaseUntil,
-                long claimRetention, long expiresAt, int starts) {
+        private Claim(long token, int attempts, String fingerprint, long leaseUntil, long retention, int starts) {
             this.token = token;
             this.attempts = attempts;
             this.fingerprint = fingerprint;
-            this.completed = completed;
             this.leaseUntil = leaseUntil;
-            this.claimRetention = claimRetention;
-            this.expiresAt = expiresAt;
+            this.retention = retention;
+            this.rememberedUntil = leaseUntil + retention;
             this.starts = starts;
         }
 
-        static Entry claimed(long token, int attempts, String fingerprint, long now, long lease, long retention,
+        static Claim of(long token, int attempts, String fingerprint, long now, long lease, long retention,
                 int starts) {
-            long leaseUntil = now + lease;
-            return new Entry(token, attempts, fingerprint, false, leaseUntil, retention, leaseUntil + retention,
-                    starts);
+            return new Claim(token, attempts, fingerprint, now + lease, retention, starts);
         }
 
-        Entry completedAt(long now, long retention) {
-            return new Entry(token, attempts, fingerprint, true, 0, 0, now + retention, 0);
+        /** This claim with its lease running {@code lease} from {@code now}, its retention after that. */
+        Claim renewedAt(long now, long lease) {
+            return new Claim(token, attempts, fingerprint, now + lease, retention, starts);
         }
 
         /** This claim with one more start recorded, every deadline as it was. */
-        Entry withOneMoreStart() {
-            return new Entry(token, attempts, fingerprint, false, leaseUntil, claimRetention, expiresAt, starts + 1);
+        Claim withOneMoreStart() {
+            return new Claim(token, attempts, fingerprint, leaseUntil, retention, starts + 1);
         }
 
-        /** Whether a claim would see this entry at {@code now}: completed and remembered, or leased. */
+        boolean leasedAt(long now) {
+            return leaseUntil - now > 0;
+        }
+
+        /** Whether the claim still counts at {@code now}; once not, it is as good as absent, for good. */
+        boolean rememberedAt(long now) {
+            return rememberedUntil - now > 0;
+        }
+    }
+
+    /** A completed key. Immutable. */
+    static final class Done {
+        final long token;
+        final int attempts;
+        final String fingerprint;
+        final long expiresAt;
+
+        Done(long token, int attempts, String fingerprint, long expiresAt) {
+            this.token = token;
+            this.attempts = attempts;
+            this.fingerprint = fingerprint;
+            this.expiresAt = expiresAt;
+        }
+
         boolean liveAt(long now) {
-            return completed ? expiresAt - now > 0 : leaseUntil - now > 0;
-        }
-
-        boolean claimedBy(long owner) {
-            return !completed && token == owner;
+            return expiresAt - now > 0;
         }
     }
 
     /**
-     * The slow path of a claim, under the key's lock: the lease of the entry seen ran out. The entry
-     * is looked at afresh, since another claim may have taken it over or completed it meanwhile.
+     * A claim under the key's lock, once the completed tier showed no completion. A present claim means
+     * the completed tier holds none (the invariant above); an absent one means the tier must be read
+     * again, since a completion may have landed since the lock-free read.
      */
-    private final class Takeover implements BiFunction<StoreKey, Entry, Entry> {
+    private final class ClaimOp implements BiFunction<StoreKey, Claim, Claim> {
         private final ClaimRequest request;
         private final long token;
         private final ClaimResult[] earlier;
         private final int count;
         ClaimResult result;
 
-        Takeover(ClaimRequest request, long token, ClaimResult[] earlier, int count) {
+        ClaimOp(ClaimRequest request, long token, ClaimResult[] earlier, int count) {
             this.request = request;
             this.token = token;
             this.earlier = earlier;
@@ -359,28 +414,33 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         }
 
         @Override
-        public Entry apply(StoreKey key, Entry entry) {
+        public Claim apply(StoreKey key, Claim claim) {
             long now = ticker.getAsLong();
-            if (entry == null) {
-                result = new Acquired(token, 1);
-                return Entry.claimed(token, 1, request.fingerprint(), now, nanos(request.lease()),
-                        nanos(request.retention()), 0);
+            if (claim == null) {
+                Done done = completed.getIfPresent(key);
+                if (done != null) {
+                    result = duplicate(done, request.fingerprint());
+                    return null;
+                }
+            } else {
+                long remaining = claim.leaseUntil - now;
+                // A lease shorter than the batch may end before the batch does; a key repeated in the
+                // batch must still be acquired only once.
+                if (remaining > 0 || acquiredEarlierInBatch(claim.token)) {
+                    result = new InProgress(Duration.ofNanos(Math.max(1L, remaining)));
+                    return claim;
+                }
+                if (claim.rememberedAt(now)) {
+                    int attempt = claim.attempts + 1;
+                    result = new Acquired(token, attempt);
+                    return Claim.of(token, attempt, request.fingerprint(), now, nanos(request.lease()),
+                            nanos(request.retention()), claim.starts);
+                }
+                // Forgotten: as if absent.
             }
-            if (entry.completed) {
-                result = duplicate(entry, request.fingerprint());
-                return entry;
-            }
-            long remaining = entry.leaseUntil - now;
-            // A lease shorter than the batch may end before the batch does; a key repeated in the
-            // batch must still be acquired only once.
-            if (remaining > 0 || acquiredEarlierInBatch(entry.token)) {
-                result = new InProgress(Duration.ofNanos(Math.max(1L, remaining)));
-                return entry;
-            }
-            int attempt = entry.attempts + 1;
-            result = new Acquired(token, attempt);
-            return Entry.claimed(token, attempt, request.fingerprint(), now, nanos(request.lease()),
-                    nanos(request.retention()), entry.starts);
+            result = new Acquired(token, 1);
+            return Claim.of(token, 1, request.fingerprint(), now, nanos(request.lease()),
+                    nanos(request.retention()), 0);
         }
 
         private boolean acquiredEarlierInBatch(long owner) {
@@ -396,7 +456,44 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         }
     }
 
-    private static final class Release implements BiFunction<StoreKey, Entry, Entry> {
+    /**
+     * Completion under the key's lock: the completion is written to the completed tier, then the claim is
+     * dropped by returning {@code null}, so the key is never in neither tier.
+     */
+    private final class CompleteOp implements BiFunction<StoreKey, Claim, Claim> {
+        private final long token;
+        private final long retention;
+        boolean done;
+
+        CompleteOp(long token, long retention) {
+            this.token = token;
+            this.retention = retention;
+        }
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            if (claim == null) {
+                // A retry by the owner whose completion already landed succeeds again.
+                Done already = completed.getIfPresent(key);
+                done = already != null && already.token == token;
+                return null;
+            }
+            long now = ticker.getAsLong();
+            if (!claim.rememberedAt(now)) {
+                return null;
+            }
+            if (claim.token != token) {
+                return claim;
+            }
+            if (retention > 0) {
+                completed.put(key, new Done(token, claim.attempts, claim.fingerprint, now + retention));
+            }
+            done = true;
+            return null;
+        }
+    }
+
+    private final class Release implements BiFunction<StoreKey, Claim, Claim> {
         private final long token;
         boolean done;
 
@@ -405,16 +502,20 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         }
 
         @Override
-        public Entry apply(StoreKey key, Entry entry) {
-            if (!entry.claimedBy(token)) {
-                return entry;
+        public Claim apply(StoreKey key, Claim claim) {
+            long now = ticker.getAsLong();
+            if (!claim.rememberedAt(now)) {
+                return null;
+            }
+            if (claim.token != token) {
+                return claim;
             }
             done = true;
             return null;
         }
     }
 
-    private final class Renew implements BiFunction<StoreKey, Entry, Entry> {
+    private final class Renew implements BiFunction<StoreKey, Claim, Claim> {
         private final long token;
         private final long lease;
         boolean done;
@@ -425,13 +526,79 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         }
 
         @Override
-        public Entry apply(StoreKey key, Entry entry) {
-            if (!entry.claimedBy(token)) {
-                return entry;
+        public Claim apply(StoreKey key, Claim claim) {
+            long now = ticker.getAsLong();
+            if (!claim.rememberedAt(now)) {
+                return null;
+            }
+            if (claim.token != token) {
+                return claim;
             }
             done = true;
-            return Entry.claimed(token, entry.attempts, entry.fingerprint, ticker.getAsLong(), lease,
-                    entry.claimRetention, entry.starts);
+            return claim.renewedAt(now, lease);
+        }
+    }
+
+    private final class RecordStart implements BiFunction<StoreKey, Claim, Claim> {
+        private final long token;
+        int starts;
+
+        RecordStart(long token) {
+            this.token = token;
+        }
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            long now = ticker.getAsLong();
+            if (!claim.rememberedAt(now)) {
+                return null;
+            }
+            if (claim.token != token) {
+                return claim;
+            }
+            Claim started = claim.withOneMoreStart();
+            starts = started.starts;
+            return started;
+        }
+    }
+
+    /** The key as a claim would see it, both tiers read under the key's lock. */
+    private final class Inspect implements BiFunction<StoreKey, Claim, Claim> {
+        StoredKey seen;
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            long now = ticker.getAsLong();
+            if (claim != null) {
+                if (!claim.rememberedAt(now)) {
+                    return null;
+                }
+                if (claim.leasedAt(now)) {
+                    seen = new StoredKey(StoredKey.State.CLAIMED, claim.attempts, claim.fingerprint,
+                            Instant.now().plusNanos(claim.leaseUntil - now));
+                }
+                return claim;
+            }
+            // Quietly: an operator's look is no access that should keep the key from eviction.
+            Done done = completedPolicy.getIfPresentQuietly(key);
+            if (done != null && done.liveAt(now)) {
+                seen = new StoredKey(StoredKey.State.COMPLETED, done.attempts, done.fingerprint,
+                        Instant.now().plusNanos(done.expiresAt - now));
+            }
+            return null;
+        }
+    }
+
+    /** Removes the key from both tiers under its lock. */
+    private final class Delete implements BiFunction<StoreKey, Claim, Claim> {
+        boolean wasLive;
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            long now = ticker.getAsLong();
+            Done done = completed.asMap().remove(key);
+            wasLive = claim != null ? claim.leasedAt(now) : done != null && done.liveAt(now);
+            return null;
         }
     }
 
@@ -439,10 +606,12 @@ final class CaffeineDedupStore implements InspectableDedupStore {
      * Unique fencing tokens without one shared counter on the hot path: each thread takes a block
      * of tokens from a single {@link AtomicLong} and counts through it alone, so threads claiming
      * in parallel do not all contend on one cache line. Tokens are unique within the store; they
-     * are not ordered across threads, and nothing needs them to be.
+     * are not ordered across threads, and nothing needs them to be. Blocks are as long as
+     * {@link CaffeineDedupStore#SWEEP_EVERY}, so each block holds exactly one token that checks
+     * whether a sweep is due.
      */
     static final class Tokens {
-        private static final long BLOCK = 1024;
+        private static final long BLOCK = SWEEP_EVERY;
 
         private final AtomicLong blocks = new AtomicLong(1);
         private final ThreadLocal<long[]> range = ThreadLocal.withInitial(() -> new long[2]);
