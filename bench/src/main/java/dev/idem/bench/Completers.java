@@ -40,7 +40,7 @@ public class Completers {
 
     /**
      * Completes the acquired keys of a claimed batch, split into one slice per completer thread, as a
-     * pipeline's lanes would; returns how many completed.
+     * pipeline's workers would; returns how many completed.
      */
     int complete(DedupStore store, List<ClaimRequest> requests, List<ClaimResult> results, Duration retention)
             throws Exception {
