@@ -9,6 +9,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.idem.runtime.config.PluginSpecs.Kind;
 import dev.idem.spi.ConfigException;
 import java.io.IOException;
+import java.io.StringReader;
 import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -16,6 +17,12 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.YAMLException;
+import org.yaml.snakeyaml.events.AliasEvent;
+import org.yaml.snakeyaml.events.Event;
+import org.yaml.snakeyaml.events.NodeEvent;
 
 /**
  * Reads an Idem YAML configuration file into a validated {@link IdemConfig}.
@@ -114,6 +121,7 @@ public final class ConfigLoader {
     /** The YAML as plain maps, lists and scalars, in file order; {@code null} for an empty document. */
     private static Object readTree(String yaml, String sourceName) {
         try {
+            rejectAnchorsAndAliases(yaml, sourceName);
             JsonNode node = YAML.readTree(yaml);
             return node == null || node.isMissingNode() || node.isNull() ? null : YAML.treeToValue(node, Object.class);
         } catch (JsonProcessingException e) {
@@ -121,6 +129,30 @@ public final class ConfigLoader {
             String where = at == null || at.getLineNr() < 0 ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
             throw withCause(new ConfigException("Cannot parse " + sourceName + " as YAML: "
                     + e.getOriginalMessage().strip() + where), e);
+        }
+    }
+
+    /**
+     * Anchors and aliases are refused: the YAML reader does not expand an alias (which keeps a billion-laughs
+     * file harmless) but reads it as its anchor's name, so {@code dead-letter: *q} would name a queue "q".
+     * SnakeYAML's event stream (under Jackson's reader) sees every anchor, on scalars too, which Jackson does not.
+     */
+    private static void rejectAnchorsAndAliases(String yaml, String sourceName) {
+        Iterable<Event> events;
+        try {
+            events = new Yaml().parse(new StringReader(yaml));
+            for (Event event : events) {
+                String anchor = event instanceof NodeEvent node ? node.getAnchor() : null;
+                if (anchor != null) {
+                    Mark at = event.getStartMark();
+                    String what = event instanceof AliasEvent ? "the alias *" + anchor : "the anchor &" + anchor;
+                    throw new ConfigException("Cannot use " + what + " in " + sourceName + " (line " + (at.getLine() + 1)
+                            + ", column " + (at.getColumn() + 1) + "): YAML anchors and aliases are not supported;"
+                            + " write the value out, or use ${VAR} to share one");
+                }
+            }
+        } catch (YAMLException e) {
+            // Not YAML at all: Jackson's reader reports it with its position.
         }
     }
 

@@ -302,6 +302,22 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void aYamlAliasIsRefusedNotReadAsItsAnchorsName() {
+        ConfigException e = Configs.failure(Configs.withPipelineKeys("dead-letter: *q"));
+
+        assertThat(e.problems()).singleElement().asString()
+                .startsWith("Cannot use the alias *q in test.yaml (line 10, column 18)")
+                .contains("anchors and aliases are not supported");
+    }
+
+    @Test
+    void aYamlAnchorIsRefusedToo() {
+        ConfigException e = Configs.failure(Configs.withPipelineKeys("dead-letter: &q orders.DLQ"));
+
+        assertThat(e.problems()).singleElement().asString().startsWith("Cannot use the anchor &q in test.yaml");
+    }
+
+    @Test
     void duplicateKeyIsAnErrorNotASilentOverwrite() {
         ConfigException e = Configs.failure(MINIMAL + "  orders:\n    source: other\n");
 
