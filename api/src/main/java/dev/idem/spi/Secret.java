@@ -1,6 +1,7 @@
 package dev.idem.spi;
 
 import java.util.Objects;
+import java.util.regex.Pattern;
 
 /**
  * A configuration value that must never be printed: passwords, tokens, keys.
@@ -9,6 +10,12 @@ import java.util.Objects;
 public final class Secret {
 
     private static final String MASK = "******";
+
+    private static final Pattern USER_INFO_PASSWORD = Pattern.compile("(//[^/@:?;\\s]*:)[^/@\\s]*@");
+    /** Redis clients read a user-info without a colon ({@code redis://secret@host}) as a password alone. */
+    private static final Pattern REDIS_USER_INFO = Pattern.compile("(?i)(redis[a-z-]*://)[^/@:\\s]+@");
+    private static final Pattern PASSWORD_PARAMETER = Pattern.compile(
+            "(?i)([?&;](?:password|passwd|pwd|secret|token|sslpassword|sslkeypassword|access[-_]?key)=)[^&;\\s]*");
 
     private final String value;
 
@@ -24,6 +31,22 @@ public final class Secret {
     @Override
     public String toString() {
         return MASK;
+    }
+
+    /**
+     * {@code text} with the credentials of any URL in it masked, for a message, a log line or printed
+     * configuration: the password of a user-info ({@code amqp://user:******@host}), a Redis user-info that is
+     * a password alone ({@code redis://******@host}), and password-like query or JDBC parameters
+     * ({@code ?password=******}, {@code ;password=******}). Text without them is returned as it is.
+     * Thread-safe; {@code null} stays {@code null}.
+     */
+    public static String maskCredentials(String text) {
+        if (text == null || text.indexOf('=') < 0 && text.indexOf('@') < 0) {
+            return text;
+        }
+        String masked = PASSWORD_PARAMETER.matcher(text).replaceAll("$1" + MASK);
+        masked = USER_INFO_PASSWORD.matcher(masked).replaceAll("$1" + MASK + "@");
+        return REDIS_USER_INFO.matcher(masked).replaceAll("$1" + MASK + "@");
     }
 
     @Override

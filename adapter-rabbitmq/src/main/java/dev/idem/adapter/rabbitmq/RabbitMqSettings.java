@@ -142,6 +142,6 @@ record RabbitMqSettings(ConnectionFactory factory, String endpoint, String conne
 
     /** The URI with any password masked. */
     static String masked(String uri) {
-        return uri.replaceFirst("^(amqps?://[^:/@]*):[^@/]*@", "$1:******@");
+        return Secret.maskCredentials(uri);
     }
 }

@@ -9,8 +9,8 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * Turns validated values into what may be shown to a person: secrets masked, durations and
- * enums written the way a user writes them. Stateless.
+ * Turns validated values into what may be shown to a person: secrets masked, credentials inside URLs
+ * masked, durations and enums written the way a user writes them. Stateless.
  */
 final class Masking {
 
@@ -54,6 +54,10 @@ final class Masking {
         if (value instanceof List<?> list) {
             return List.copyOf(list);
         }
+        if (value instanceof String text) {
+            // A URL may carry a password in its user-info or parameters (amqp://user:pw@..., ?password=...).
+            return Secret.maskCredentials(text);
+        }
         return value;
     }
 
@@ -62,6 +66,6 @@ final class Masking {
      * a secret's value is never shown, even when it is the one that is wrong.
      */
     static String showRaw(ConfigKey<?> key, Object raw) {
-        return key.type() == ConfigKey.Type.SECRET ? MASK : Problems.show(raw);
+        return key.type() == ConfigKey.Type.SECRET ? MASK : Secret.maskCredentials(Problems.show(raw));
     }
 }

@@ -59,6 +59,15 @@ class ConfigPrinterTest {
     }
 
     @Test
+    void aPasswordInsideAUrlIsMaskedWhenPrinted() {
+        String printed = ConfigPrinter.print(load(MINIMAL.replace("url: vm://embedded",
+                "url: \"failover:(tcp://admin:hunter2@broker:61616)?password=hunter2\"")));
+
+        assertThat(printed).doesNotContain("hunter2")
+                .contains("url: failover:(tcp://admin:******@broker:61616)?password=******");
+    }
+
+    @Test
     void masksSecretsAndSecretLookingNativeSettings() {
         String yaml = MINIMAL.replace("url: vm://embedded", """
                 url: vm://embedded

@@ -1,11 +1,11 @@
 package dev.idem.store.jdbc;
 
+import dev.idem.spi.Secret;
 import dev.idem.spi.StoreException;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
-import java.util.regex.Pattern;
 
 /**
  * Turns database failures into {@link StoreException}s that say where (the URL without its password,
@@ -15,9 +15,6 @@ import java.util.regex.Pattern;
  */
 final class Failures {
 
-    private static final Pattern PASSWORD_PARAMETER =
-            Pattern.compile("(?i)((?:password|pwd|sslpassword|sslkeypassword)=)[^&;]*");
-    private static final Pattern USER_INFO = Pattern.compile("(//[^/@:?;]*:)[^/@]*@");
 
     private final Dialect dialect;
     private final String where;
@@ -110,7 +107,6 @@ final class Failures {
 
     /** The URL without passwords, whether given as a parameter or as {@code user:password@}. */
     static String redact(String url) {
-        String masked = PASSWORD_PARAMETER.matcher(url).replaceAll("$1******");
-        return USER_INFO.matcher(masked).replaceAll("$1******@");
+        return Secret.maskCredentials(url);
     }
 }

@@ -16,8 +16,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * The {@code redis} dedup store: keys in Redis (5.0 or later; standalone, Sentinel or Cluster), shared
@@ -134,8 +132,6 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
             .define(TLS_CA_CERTIFICATES)
             .build();
 
-    private static final Pattern USER_INFO = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*://)([^@/]*)@");
-
     /** For {@link java.util.ServiceLoader}. */
     public RedisDedupStoreProvider() {
     }
@@ -250,14 +246,6 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
 
     /** The URI with any password masked, for messages: {@code redis://user:******@host:6379}. */
     static String withoutPassword(String uri) {
-        Matcher userInfo = USER_INFO.matcher(uri);
-        if (!userInfo.find()) {
-            return uri;
-        }
-        String info = userInfo.group(2);
-        int colon = info.indexOf(':');
-        // Lettuce reads a user-info without colon as a password alone.
-        String masked = colon < 0 ? "******" : info.substring(0, colon) + ":******";
-        return userInfo.group(1) + masked + "@" + uri.substring(userInfo.end());
+        return Secret.maskCredentials(uri);
     }
 }
