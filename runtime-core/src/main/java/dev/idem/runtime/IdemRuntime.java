@@ -58,10 +58,13 @@ public final class IdemRuntime implements AutoCloseable {
     private final boolean ownsStore;
     private final List<Pipeline> pipelines;
     private final ScheduledExecutorService scheduler;
+    /** The handlers this runtime made from class names (not those bound in code): closed on stop. */
+    private final List<MessageHandler> ownedHandlers;
     private boolean stopped;
 
     private IdemRuntime(IdemConfig config, MeterRegistry meterRegistry, BrokerAdapter broker, boolean ownsBroker,
-            DedupStore store, boolean ownsStore, List<Pipeline> pipelines, ScheduledExecutorService scheduler) {
+            DedupStore store, boolean ownsStore, List<Pipeline> pipelines, ScheduledExecutorService scheduler,
+            List<MessageHandler> ownedHandlers) {
         this.config = config;
         this.meterRegistry = meterRegistry;
         this.broker = broker;
@@ -70,6 +73,7 @@ public final class IdemRuntime implements AutoCloseable {
         this.ownsStore = ownsStore;
         this.pipelines = pipelines;
         this.scheduler = scheduler;
+        this.ownedHandlers = ownedHandlers;
     }
 
     /** The work of a start that happens before anything is contacted. */
@@ -158,6 +162,7 @@ public final class IdemRuntime implements AutoCloseable {
                 p.stop(deadline);
             }
             scheduler.shutdownNow();
+            closeHandlers(ownedHandlers(b, handlers));
             closeQuietly(ownsBroker ? broker : null, ownsStore ? store : null);
             throw e;
         }
@@ -168,7 +173,8 @@ public final class IdemRuntime implements AutoCloseable {
         }
         log.info("Idem started: broker '{}', store '{}', {} pipeline(s) {}", config.broker().type(),
                 config.store().type(), started.size(), config.pipelines().keySet());
-        return new IdemRuntime(config, meters, broker, ownsBroker, store, ownsStore, List.copyOf(started), scheduler);
+        return new IdemRuntime(config, meters, broker, ownsBroker, store, ownsStore, List.copyOf(started), scheduler,
+                ownedHandlers(b, handlers));
     }
 
     private static List<IdExtractor> extractors(PluginRegistry registry, List<PluginSection> sections) {
@@ -346,9 +352,41 @@ public final class IdemRuntime implements AutoCloseable {
             drained &= p.stop(deadline);
         }
         scheduler.shutdownNow();
+        closeHandlers(ownedHandlers);
         closeQuietly(ownsBroker ? broker : null, ownsStore ? store : null);
         log.info("Idem stopped");
         return drained;
+    }
+
+    private static List<MessageHandler> ownedHandlers(Idem.Builder b, Map<String, MessageHandler> handlers) {
+        List<MessageHandler> owned = new ArrayList<>();
+        handlers.forEach((pipeline, handler) -> {
+            if (!b.handlers.containsKey(pipeline)) {
+                owned.add(handler);
+            }
+        });
+        return List.copyOf(owned);
+    }
+
+    /** Closes the {@link AutoCloseable} handlers in their own class loader; a failure is logged, not thrown. */
+    private static void closeHandlers(List<MessageHandler> handlers) {
+        for (MessageHandler handler : handlers) {
+            if (handler instanceof AutoCloseable closeable) {
+                try {
+                    PluginContext.call(handler, () -> {
+                        try {
+                            closeable.close();
+                            return null;
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    });
+                } catch (RuntimeException e) {
+                    log.warn("Closing handler {} failed", handler.getClass().getName(),
+                            e instanceof IllegalStateException && e.getCause() != null ? e.getCause() : e);
+                }
+            }
+        }
     }
 
     /** {@link #stop(Duration)} with the configured {@code runtime.shutdown-timeout}. */
