@@ -359,6 +359,20 @@ public final class ConfigKey<T> {
      * @throws IllegalArgumentException saying what is accepted
      */
     public static Duration parseDuration(String text) {
+        Duration d = parseDurationText(text);
+        try {
+            d.toNanos();
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException("must be at most " + MAX_DURATION_DAYS + "d, the longest the runtime's"
+                    + " nanosecond clock can time", e);
+        }
+        return d;
+    }
+
+    /** The longest duration a key accepts: what fits in a {@code long} of nanoseconds, about 292 years. */
+    public static final long MAX_DURATION_DAYS = Long.MAX_VALUE / 86_400_000_000_000L;
+
+    private static Duration parseDurationText(String text) {
         String t = text == null ? "" : text.trim().toLowerCase(Locale.ROOT);
         if (t.equals("0")) {
             return Duration.ZERO;

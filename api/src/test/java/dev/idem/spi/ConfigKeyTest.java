@@ -27,6 +27,15 @@ class ConfigKeyTest {
                 .hasMessageContaining("500ms, 30s, 5m, 2h, 7d");
     }
 
+    @ParameterizedTest
+    @CsvSource({"2562047788015d", "106752d", "P300000D"})
+    void durationsLongerThanTheNanosecondClockAreRefusedNotOverflowedLater(String text) {
+        assertThatThrownBy(() -> ConfigKey.parseDuration(text))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("must be at most 106751d, the longest the runtime's nanosecond clock can time");
+        assertThat(ConfigKey.parseDuration("106751d")).isEqualTo(Duration.ofDays(106_751));
+    }
+
     @Test
     void durationsAreFormattedTheWayUsersWriteThem() {
         assertThat(ConfigKey.formatDuration(Duration.ofMillis(250))).isEqualTo("250ms");
