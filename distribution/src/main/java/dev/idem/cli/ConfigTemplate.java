@@ -59,7 +59,8 @@ final class ConfigTemplate {
         y.append('\n');
         y.append("pipelines:\n");
         comment(y, "  ", "Each pipeline consumes one source with one handler; its name is also the namespace of"
-                + " its keys in the store. Several pipelines may run in one process.");
+                + " its keys in the store unless it sets namespace. Several pipelines may run in one process;"
+                + " pipelines on one source must share a namespace.");
         y.append("  orders:\n");
         for (ConfigKey<?> key : RuntimeConfigSpecs.PIPELINE.keys()) {
             line(y, "    ", key, PIPELINE.get(key.name()), false);

@@ -40,25 +40,25 @@ final class StoreCommand implements Runnable {
 
     /** Options of the subcommands that address one key. */
     static final class KeyOptions {
-        @Option(names = "--pipeline", paramLabel = "NAME", description = "The pipeline (key namespace) the ID belongs to.")
+        @Option(names = "--pipeline", paramLabel = "NAME", description = "The pipeline whose key namespace the ID belongs to.")
         String pipeline;
 
         @Parameters(paramLabel = "ID", description = "The idempotency key, as the pipeline extracted it.")
         String id;
 
         StoreKey key(IdemConfig config) {
-            String namespace = pipeline;
-            if (namespace == null) {
+            String name = pipeline;
+            if (name == null) {
                 if (config.pipelines().size() != 1) {
                     throw new Main.CommandFailed("Say which pipeline's key with --pipeline NAME; configured: "
                             + config.pipelines().keySet());
                 }
-                namespace = config.pipelines().keySet().iterator().next();
-            } else if (!config.pipelines().containsKey(namespace)) {
-                throw new Main.CommandFailed("No pipeline '" + namespace + "' in the configuration; configured: "
+                name = config.pipelines().keySet().iterator().next();
+            } else if (!config.pipelines().containsKey(name)) {
+                throw new Main.CommandFailed("No pipeline '" + name + "' in the configuration; configured: "
                         + config.pipelines().keySet());
             }
-            return new StoreKey(namespace, id);
+            return new StoreKey(config.pipelines().get(name).namespace(), id);
         }
     }
 

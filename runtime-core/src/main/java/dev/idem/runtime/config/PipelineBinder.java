@@ -69,7 +69,26 @@ final class PipelineBinder {
                 out.put(name, pipeline);
             }
         }
+        checkSharedSources(out, path);
         return out;
+    }
+
+    /**
+     * Two pipelines on one source split its messages (or, with their own consumer groups, both get each one);
+     * under two namespaces a repeat that lands on the other pipeline runs again.
+     */
+    private void checkSharedSources(Map<String, PipelineConfig> pipelines, String path) {
+        Map<String, PipelineConfig> firstBySource = new LinkedHashMap<>();
+        for (PipelineConfig p : pipelines.values()) {
+            PipelineConfig first = firstBySource.putIfAbsent(p.source(), p);
+            if (first != null && !first.namespace().equals(p.namespace())) {
+                problems.add(path + "." + first.name() + " and " + path + "." + p.name() + " both consume '" + p.source()
+                        + "' but keep their keys apart (namespaces '" + first.namespace() + "' and '" + p.namespace()
+                        + "'), so a repeat that lands on the other pipeline would run its handler again. Give them"
+                        + " one namespace (" + path + ".<name>." + RuntimeConfigSpecs.NAMESPACE.name() + ": "
+                        + first.namespace() + "), or consume different sources");
+            }
+        }
     }
 
     private PipelineConfig bind(String name, Object raw, String path) {
@@ -123,6 +142,7 @@ final class PipelineBinder {
                 name,
                 c.get(SOURCE),
                 c.get(HANDLER),
+                c.get(RuntimeConfigSpecs.NAMESPACE),
                 extractors,
                 orderingKey,
                 RuntimeConfigSpecs.enumValue(MissingIdPolicy.class, c.get(MISSING_ID)),
@@ -149,6 +169,9 @@ final class PipelineBinder {
         Map<String, Object> v = new LinkedHashMap<>();
         v.put(SOURCE.name(), p.source());
         v.put(HANDLER.name(), p.handler());
+        if (!p.namespace().equals(p.name())) {
+            v.put(RuntimeConfigSpecs.NAMESPACE.name(), p.namespace());
+        }
         v.put(MISSING_ID.name(), yaml(p.missingId()));
         v.put(FINGERPRINT.name(), yaml(p.fingerprint()));
         v.put(FINGERPRINT_MISMATCH.name(), yaml(p.fingerprintMismatch()));

@@ -10,6 +10,7 @@ import java.util.Objects;
  * @param name the pipeline's name: the consumer name and the store key namespace
  * @param source the topic or queue consumed
  * @param handler the handler class name, or {@code null} when the handler is bound programmatically
+ * @param namespace the scope of its keys in the store: the pipeline's name unless configured
  * @param idExtractors the extractor chain; the first that finds a key wins
  * @param orderingKey the extractor chain of the ordering key; empty for the broker's key, else the idempotency key
  * @param missingId what happens to a message without a usable key
@@ -30,6 +31,7 @@ public record PipelineConfig(
         String name,
         String source,
         String handler,
+        String namespace,
         List<PluginSection> idExtractors,
         List<PluginSection> orderingKey,
         MissingIdPolicy missingId,
@@ -49,6 +51,7 @@ public record PipelineConfig(
     public PipelineConfig {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(source, "source");
+        namespace = namespace == null ? name : namespace;
         idExtractors = List.copyOf(idExtractors);
         orderingKey = List.copyOf(orderingKey);
     }

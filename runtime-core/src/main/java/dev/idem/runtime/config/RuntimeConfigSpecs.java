@@ -56,6 +56,13 @@ public final class RuntimeConfigSpecs {
             .validate(CLASS_NAME.asMatchPredicate(), "be a fully qualified class name such as com.example.OrderHandler")
             .doc("The handler class, loaded from `handlers/`. Leave it out when the handler is bound in code.");
 
+    public static final ConfigKey<String> NAMESPACE = ConfigKey.string("namespace")
+            .validate(PIPELINE_NAME.asMatchPredicate(), "start with a lowercase letter or digit and hold only lowercase"
+                    + " letters, digits, '.', '_' and '-'")
+            .doc("The scope of the pipeline's keys in the store; the pipeline's name when left out. Pipelines that"
+                    + " consume the same source must share one, so that a repeat landing on either is recognised;"
+                    + " it also lets a pipeline be renamed without forgetting its keys.");
+
     public static final ConfigKey<String> MISSING_ID = enumKey("missing-id", MissingIdPolicy.DEAD_LETTER)
             .doc("What happens to a message without a usable key (none found, over 512 bytes, or not UTF-8):"
                     + " `dead-letter` it unprocessed, key it by the `hash` of its payload, or run it `unprotected`"
@@ -138,6 +145,7 @@ public final class RuntimeConfigSpecs {
     public static final ConfigSpec PIPELINE = ConfigSpec.builder()
             .define(SOURCE)
             .define(HANDLER)
+            .define(NAMESPACE)
             .define(MISSING_ID)
             .define(FINGERPRINT)
             .define(FINGERPRINT_MISMATCH)

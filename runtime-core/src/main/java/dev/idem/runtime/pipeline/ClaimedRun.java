@@ -44,7 +44,7 @@ final class ClaimedRun extends RunStrategy {
             settle.retryLater(w, Duration.ZERO);
             return Step.HANDED_BACK;
         }
-        log.warn("Pipeline '{}': {} failed after {} run(s); dead-lettering it: {}", s.namespace, w.describe(), w.runs,
+        log.warn("Pipeline '{}': {} failed after {} run(s); dead-lettering it: {}", s.name, w.describe(), w.runs,
                 failure.toString());
         settle.deadLetter(w, causeOf(failure), failure.toString(), attemptOf(w));
         return Step.NEXT;
@@ -72,7 +72,7 @@ final class ClaimedRun extends RunStrategy {
                 // Our lease ran out and another consumer took the key over: it decides the outcome.
                 s.metrics.leaseLost.count(w);
                 log.warn("Pipeline '{}': {} was handled but its lease had been taken over before completion;"
-                        + " the new owner completes it", s.namespace, w.describe());
+                        + " the new owner completes it", s.name, w.describe());
                 settle.retryLater(w, Duration.ZERO);
                 return Step.HANDED_BACK;
             } catch (StoreException e) {
@@ -81,7 +81,7 @@ final class ClaimedRun extends RunStrategy {
                 if (attempt >= COMPLETE_TRIES || !PipelineTiming.pause(backoff, s::aborting)) {
                     s.metrics.commitFailed.count(w);
                     log.error("Pipeline '{}': {} was handled but its completion could not be stored ({});"
-                            + " not acking it: it will run again once its lease ends", s.namespace, w.describe(),
+                            + " not acking it: it will run again once its lease ends", s.name, w.describe(),
                             e.getMessage());
                     w.claimed = false;
                     settle.retryLater(w, Duration.ZERO);

@@ -75,11 +75,11 @@ final class Claims {
                 s.storeDown |= e.retriable();
                 if (!s.running() || System.nanoTime() + backoff.toNanos() - giveUpAt > 0) {
                     log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); handing it back to the"
-                            + " broker unacked", s.namespace, requests.size(), e.getMessage());
+                            + " broker unacked", s.name, requests.size(), e.getMessage());
                     s.metrics.storeUnavailable.count(requests.size());
                     return null;
                 }
-                log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); retrying in {}", s.namespace,
+                log.warn("Pipeline '{}': the store could not claim a batch of {} ({}); retrying in {}", s.name,
                         requests.size(), e.getMessage(), ConfigKey.formatDuration(backoff));
                 if (!PipelineTiming.pause(backoff, s::aborting)) {
                     s.metrics.storeUnavailable.count(requests.size());

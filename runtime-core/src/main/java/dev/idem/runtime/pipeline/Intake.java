@@ -75,7 +75,7 @@ final class Intake {
             process(works);
         } catch (RuntimeException | Error e) {
             // A bug of ours must neither kill the adapter's thread nor leave deliveries unsettled.
-            log.error("Pipeline '{}' failed to process a batch of {}; handing unsettled deliveries back", s.namespace,
+            log.error("Pipeline '{}' failed to process a batch of {}; handing unsettled deliveries back", s.name,
                     batch.size(), e);
             for (Work w : works) {
                 if (w.batch == null) {

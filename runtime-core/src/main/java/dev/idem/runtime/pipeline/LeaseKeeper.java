@@ -46,14 +46,14 @@ final class LeaseKeeper implements Runnable {
     private void keep(Work w, long now) {
         try {
             if (w.interruptIfOverdue(now)) {
-                log.warn("Pipeline '{}': {} ran past its handler-timeout of {}; interrupted", s.namespace,
+                log.warn("Pipeline '{}': {} ran past its handler-timeout of {}; interrupted", s.name,
                         w.describe(), ConfigKey.formatDuration(s.config.handlerTimeout()));
             }
             if (w.claimed && !w.leaseLost && !w.inTransaction && now - w.leaseRenewedAtNanos >= renewAfterNanos) {
                 renew(w, now);
             }
         } catch (RuntimeException e) {
-            log.warn("Pipeline '{}': lease upkeep of {} failed", s.namespace, w.describe(), e);
+            log.warn("Pipeline '{}': lease upkeep of {} failed", s.name, w.describe(), e);
         }
     }
 
@@ -64,11 +64,11 @@ final class LeaseKeeper implements Runnable {
                 w.leaseRenewedAtNanos = now;
             } else if (w.claimed) {
                 w.leaseLost = true;
-                log.warn("Pipeline '{}': the lease of {} was taken over by another consumer", s.namespace,
+                log.warn("Pipeline '{}': the lease of {} was taken over by another consumer", s.name,
                         w.describe());
             }
         } catch (StoreException e) {
-            log.warn("Pipeline '{}': could not renew the lease of {} ({}); retrying", s.namespace, w.describe(),
+            log.warn("Pipeline '{}': could not renew the lease of {} ({}); retrying", s.name, w.describe(),
                     e.getMessage());
         } finally {
             s.metrics.renew.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);

@@ -125,7 +125,7 @@ public final class Pipeline implements DeliveryListener {
         double seconds = Math.max(1e-9, (now - summarizedAt) / 1e9);
         summarizedAt = now;
         log.info("Pipeline '{}': {} processed, {} duplicates, {} failed, {} dead-lettered in {}s ({} msg/s); {} in"
-                + " flight; totals {} processed, {} duplicates", state.namespace, delta[0], delta[1], delta[2],
+                + " flight; totals {} processed, {} duplicates", state.name, delta[0], delta[1], delta[2],
                 delta[3], Math.round(seconds), Math.round((delta[0] + delta[1]) / seconds), inFlight(), totals[0],
                 totals[1]);
     }

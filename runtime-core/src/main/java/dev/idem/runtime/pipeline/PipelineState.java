@@ -18,6 +18,9 @@ final class PipelineState {
     enum Phase { NEW, RUNNING, DRAINING, ABORTING, STOPPED }
 
     final PipelineConfig config;
+    /** The pipeline's name: in log lines, dead-letter reasons and the handler's context. */
+    final String name;
+    /** The scope of its keys in the store ({@code namespace}, by default the name). */
     final String namespace;
     final MessageHandler handler;
     final DedupStore store;
@@ -42,7 +45,8 @@ final class PipelineState {
     PipelineState(PipelineConfig config, MessageHandler handler, DedupStore store,
             TransactionalDedupStore transactionalStore, PipelineMetrics metrics, LongSupplier ticker) {
         this.config = config;
-        this.namespace = config.name();
+        this.name = config.name();
+        this.namespace = config.namespace();
         this.handler = handler;
         this.store = store;
         this.transactionalStore = transactionalStore;

@@ -42,7 +42,7 @@ abstract class RunStrategy {
         MDC.put(Pipeline.MDC_KEY, w.key);
         try {
             s.handler.handle(new DeliveredMessage(w.message, w.key, attemptOf(w)),
-                    new RunContext(s.namespace, s.handlerLogger, deadline, s.ticker, transaction));
+                    new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction));
         } catch (Throwable t) {
             failure = t;
         } finally {
@@ -71,7 +71,7 @@ abstract class RunStrategy {
             return null;
         }
         s.metrics.retried.count(w);
-        log.debug("Pipeline '{}': {} failed on run {} ({}); retrying", s.namespace, w.describe(), w.runs,
+        log.debug("Pipeline '{}': {} failed on run {} ({}); retrying", s.name, w.describe(), w.runs,
                 failure.toString());
         return Step.park(retry.backoffBefore(w.runs + 1).toNanos());
     }

@@ -60,7 +60,7 @@ final class Runs implements KeyScheduler.Runner {
             }
             return strategy.execute(w);
         } catch (RuntimeException e) {
-            log.error("Pipeline '{}' failed while handling {}; handing it back to the broker", s.namespace,
+            log.error("Pipeline '{}' failed while handling {}; handing it back to the broker", s.name,
                     w.describe(), e);
             settle.abandon(w);
             return Step.HANDED_BACK;
@@ -98,7 +98,7 @@ final class Runs implements KeyScheduler.Runner {
         } catch (StoreException e) {
             s.storeDown |= e.retriable();
             s.metrics.storeUnavailable.count(w);
-            log.warn("Pipeline '{}': could not record the start of suspect {} ({}); handing it back", s.namespace,
+            log.warn("Pipeline '{}': could not record the start of suspect {} ({}); handing it back", s.name,
                     w.describe(), e.getMessage());
             settle.retryLater(w, PipelineTiming.STORE_BACKOFF_MAX);
             return Step.HANDED_BACK;
@@ -121,7 +121,7 @@ final class Runs implements KeyScheduler.Runner {
                         + max + "): it took its consumer down"
                 : "the key was claimed " + count + " times without completing (max-deliveries " + max
                         + "): consumers died or lost their lease while handling it";
-        log.warn("Pipeline '{}': {} is poison; dead-lettering it without running it: {}", s.namespace, w.describe(),
+        log.warn("Pipeline '{}': {} is poison; dead-lettering it without running it: {}", s.name, w.describe(),
                 detail);
         settle.deadLetter(w, "max-deliveries", detail, count - 1);
         return Step.NEXT;

@@ -35,7 +35,7 @@ final class Settlement {
             w.delivery.ack();
         } catch (RuntimeException e) {
             log.warn("Pipeline '{}': the broker refused the ack of {} ({}); it will come back as a duplicate",
-                    s.namespace, w.describe(), e.getMessage());
+                    s.name, w.describe(), e.getMessage());
         } finally {
             settled(w);
         }
@@ -56,7 +56,7 @@ final class Settlement {
             w.delivery.retryLater(delay);
         } catch (RuntimeException e) {
             log.warn("Pipeline '{}': could not hand {} back to the broker ({}); it redelivers it on its own",
-                    s.namespace, w.describe(), e.getMessage());
+                    s.name, w.describe(), e.getMessage());
         } finally {
             settled(w);
         }
@@ -77,11 +77,11 @@ final class Settlement {
             return;
         }
         try {
-            w.delivery.deadLetter(new DeadLetterReason(cause, detail, attempts, s.namespace));
+            w.delivery.deadLetter(new DeadLetterReason(cause, detail, attempts, s.name));
             metrics.deadLettered.count(w);
         } catch (RuntimeException e) {
             log.error("Pipeline '{}': could not dead-letter {} ({}); it stays unacked and will be redelivered",
-                    s.namespace, w.describe(), e.getMessage());
+                    s.name, w.describe(), e.getMessage());
         } finally {
             settled(w);
         }
@@ -107,7 +107,7 @@ final class Settlement {
             w.claimed = false;
             return true;
         } catch (StoreException e) {
-            log.warn("Pipeline '{}': could not release {} ({}); its lease runs out on its own", s.namespace,
+            log.warn("Pipeline '{}': could not release {} ({}); its lease runs out on its own", s.name,
                     w.describe(), e.getMessage());
             return false;
         } finally {

@@ -59,13 +59,13 @@ final class TransactionalRun extends RunStrategy {
         }
         if (failure instanceof StoreException) {
             s.metrics.storeUnavailable.count(w);
-            log.warn("Pipeline '{}': the store failed {} times on {} ({}); handing it back unacked", s.namespace,
+            log.warn("Pipeline '{}': the store failed {} times on {} ({}); handing it back unacked", s.name,
                     w.runs, w.describe(), failure.getMessage());
             settle.abandon(w, PipelineTiming.STORE_BACKOFF_MAX);
             return Step.HANDED_BACK;
         }
         s.metrics.failed.count(w);
-        log.warn("Pipeline '{}': {} failed after {} run(s), rolled back; dead-lettering it: {}", s.namespace,
+        log.warn("Pipeline '{}': {} failed after {} run(s), rolled back; dead-lettering it: {}", s.name,
                 w.describe(), w.runs, failure.toString());
         settle.deadLetter(w, causeOf(failure), failure.toString(), attemptOf(w));
         return Step.NEXT;

@@ -12,9 +12,25 @@ import org.junit.jupiter.api.Test;
 
 class ConfigErrorsTest {
 
-    private static final String PIPELINE_KEYS = "[source, handler, missing-id, fingerprint, fingerprint-mismatch,"
+    private static final String PIPELINE_KEYS = "[source, handler, namespace, missing-id, fingerprint, fingerprint-mismatch,"
             + " ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, max-deliveries,"
             + " dead-letter, transactional, id, ordering-key]";
+
+    @Test
+    void twoPipelinesOnOneSourceMustShareANamespace() {
+        String yaml = """
+                broker: { type: activemq, activemq: { url: "vm://embedded" } }
+                store: { type: caffeine }
+                pipelines:
+                  billing: { source: orders }
+                  audit: { source: orders }
+                  shipping: { source: orders, namespace: billing }
+                """;
+        assertThat(problems(yaml)).containsExactly("pipelines.billing and pipelines.audit both consume 'orders' but"
+                + " keep their keys apart (namespaces 'billing' and 'audit'), so a repeat that lands on the other"
+                + " pipeline would run its handler again. Give them one namespace (pipelines.<name>.namespace:"
+                + " billing), or consume different sources");
+    }
 
     @Test
     void negativeDurationIsRejectedNamingPathValueAndRule() {

@@ -421,6 +421,39 @@ class PipelineSemanticsTest {
     }
 
     @Test
+    void twoPipelinesOnOneSourceSharingANamespaceRunEachKeyOnce() {
+        Map<String, AtomicInteger> handled = new ConcurrentHashMap<>();
+        MessageHandler handler = (m, c) ->
+                handled.computeIfAbsent(m.idempotencyKey().orElseThrow(), k -> new AtomicInteger()).incrementAndGet();
+        String yaml = """
+                broker: { type: memory }
+                store: { type: caffeine }
+                pipelines:
+                  billing: { source: orders, namespace: orders }
+                  billing-2: { source: orders, namespace: orders }
+                """;
+        IdemRuntime runtime = dev.idem.runtime.Idem.builder().configYaml(yaml).env(Map.of())
+                .broker("memory", harness.broker.connect()).store("caffeine", harness.store)
+                .handler("billing", handler).handler("billing-2", handler)
+                .ticker(harness.ticker)
+                .start();
+        try {
+            for (int copy = 0; copy < 2; copy++) {
+                for (int i = 0; i < 20; i++) {
+                    harness.publish("order-" + i, "o" + i);
+                }
+            }
+            await().until(() -> count(runtime, "processed") == 20 && count(runtime, "duplicate") == 20);
+            assertThat(handled).hasSize(20);
+            assertThat(handled.values()).allSatisfy(n -> assertThat(n.get()).isEqualTo(1));
+            assertThat(harness.store.claim(List.of(new ClaimRequest(new StoreKey("orders", "order-3"), null,
+                    Duration.ofSeconds(30), Duration.ofDays(1)))).get(0)).isInstanceOf(ClaimResult.Duplicate.class);
+        } finally {
+            runtime.stop(Duration.ofSeconds(5));
+        }
+    }
+
+    @Test
     void unavailableStoreAcksNothingAndProcessingResumesWhenItReturns() {
         FreezableStore flaky = new FreezableStore(harness.store);
         flaky.freeze();
