@@ -201,7 +201,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
 
     @Override
     public boolean release(StoreKey key, long token) {
-        Release op = new Release(token);
+        OwnerChange op = new OwnerChange(token, (claim, now) -> null);
         claims.computeIfPresent(key, op);
         return op.done;
     }
@@ -211,16 +211,17 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         if (lease.isNegative() || lease.isZero()) {
             throw new IllegalArgumentException("lease must be positive: " + lease);
         }
-        Renew op = new Renew(token, nanos(lease));
+        long leaseNanos = nanos(lease);
+        OwnerChange op = new OwnerChange(token, (claim, now) -> claim.renewedAt(now, leaseNanos));
         claims.computeIfPresent(key, op);
         return op.done;
     }
 
     @Override
     public int recordStart(StoreKey key, long token) {
-        RecordStart op = new RecordStart(token);
+        OwnerChange op = new OwnerChange(token, (claim, now) -> claim.withOneMoreStart());
         claims.computeIfPresent(key, op);
-        return op.starts;
+        return op.done ? op.changed.starts : 0;
     }
 
     @Override
@@ -493,12 +494,25 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         }
     }
 
-    private final class Release implements BiFunction<StoreKey, Claim, Claim> {
-        private final long token;
-        boolean done;
+    /** What an owner's change makes of its live claim: the replacement, or {@code null} to drop it. */
+    @FunctionalInterface
+    private interface Change {
+        Claim of(Claim claim, long now);
+    }
 
-        Release(long token) {
+    /**
+     * A change only the claim's owner may make (release, renew, record a start), under the key's lock: a
+     * claim past its remembered time is dropped, another owner's is left as it is.
+     */
+    private final class OwnerChange implements BiFunction<StoreKey, Claim, Claim> {
+        private final long token;
+        private final Change change;
+        boolean done;
+        Claim changed;
+
+        OwnerChange(long token, Change change) {
             this.token = token;
+            this.change = change;
         }
 
         @Override
@@ -511,54 +525,8 @@ final class CaffeineDedupStore implements InspectableDedupStore {
                 return claim;
             }
             done = true;
-            return null;
-        }
-    }
-
-    private final class Renew implements BiFunction<StoreKey, Claim, Claim> {
-        private final long token;
-        private final long lease;
-        boolean done;
-
-        Renew(long token, long lease) {
-            this.token = token;
-            this.lease = lease;
-        }
-
-        @Override
-        public Claim apply(StoreKey key, Claim claim) {
-            long now = ticker.getAsLong();
-            if (!claim.rememberedAt(now)) {
-                return null;
-            }
-            if (claim.token != token) {
-                return claim;
-            }
-            done = true;
-            return claim.renewedAt(now, lease);
-        }
-    }
-
-    private final class RecordStart implements BiFunction<StoreKey, Claim, Claim> {
-        private final long token;
-        int starts;
-
-        RecordStart(long token) {
-            this.token = token;
-        }
-
-        @Override
-        public Claim apply(StoreKey key, Claim claim) {
-            long now = ticker.getAsLong();
-            if (!claim.rememberedAt(now)) {
-                return null;
-            }
-            if (claim.token != token) {
-                return claim;
-            }
-            Claim started = claim.withOneMoreStart();
-            starts = started.starts;
-            return started;
+            changed = change.of(claim, now);
+            return changed;
         }
     }
 
