@@ -12,7 +12,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
 
 /**
@@ -53,6 +55,7 @@ final class ReferenceDedupStore implements DedupStore {
     private final LongSupplier ticker;
     private final Flaw flaw;
 
+
     ReferenceDedupStore(LongSupplier ticker, Flaw flaw) {
         this.ticker = ticker;
         this.flaw = flaw;
@@ -92,7 +95,7 @@ final class ReferenceDedupStore implements DedupStore {
         long leaseUntil = now + lease;
         long claimRetention = flaw == Flaw.FORGETS_EXPIRED_CLAIMS ? 0 : request.retention().toNanos();
         if (flaw == Flaw.RACY) {
-            Thread.yield();
+            widenRace();
         }
         states.put(key, new State(token, attempt, request.fingerprint(), false, leaseUntil, lease, claimRetention,
                 leaseUntil + claimRetention, starts));
@@ -161,11 +164,19 @@ final class ReferenceDedupStore implements DedupStore {
         int starts = state.starts() + 1;
         long leaseUntil = flaw == Flaw.RENEWS_LEASE_ON_START ? now + state.lease() : state.leaseUntil();
         if (flaw == Flaw.RACY) {
-            Thread.yield();
+            widenRace();
         }
         states.put(storageKey(key), new State(state.token(), state.attempts(), state.fingerprint(), false,
                 leaseUntil, state.lease(), state.claimRetention(), leaseUntil + state.claimRetention(), starts));
         return starts;
+    }
+
+    /**
+     * RACY: a millisecond between the check and the act, so callers that check the same key at about the same
+     * time both act on what they saw, however a loaded machine schedules them; a {@code yield} left it to luck.
+     */
+    private static void widenRace() {
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
     }
 
     @Override
