@@ -2,18 +2,19 @@ package dev.idem.adapter.activemq;
 
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
+import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import jakarta.jms.InvalidClientIDException;
 import jakarta.jms.JMSException;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
 import org.apache.activemq.ActiveMQConnection;
 import org.apache.activemq.ActiveMQConnectionFactory;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The ActiveMQ adapter: one connection for queue consumers and sending, one more per topic subscription (a
@@ -21,10 +22,9 @@ import org.slf4j.LoggerFactory;
  */
 final class ActiveMqAdapter implements BrokerAdapter {
 
-    private static final Logger log = LoggerFactory.getLogger(ActiveMqAdapter.class);
-
     private final ActiveMQConnectionFactory factory;
     private final String url;
+    private final ConnectBound bound;
     private final ActiveMQConnection connection;
     private final Publishers publishers;
     private final int consumers;
@@ -33,10 +33,11 @@ final class ActiveMqAdapter implements BrokerAdapter {
     private final Set<ActiveMqSubscription> subscriptions = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
-    private ActiveMqAdapter(ActiveMQConnectionFactory factory, String url, ActiveMQConnection connection,
-            int consumers, int prefetch, EmbeddedBroker embedded) {
+    private ActiveMqAdapter(ActiveMQConnectionFactory factory, String url, ConnectBound bound,
+            ActiveMQConnection connection, int consumers, int prefetch, EmbeddedBroker embedded) {
         this.factory = factory;
         this.url = url;
+        this.bound = bound;
         this.connection = connection;
         this.publishers = new Publishers(connection);
         this.consumers = consumers;
@@ -45,50 +46,70 @@ final class ActiveMqAdapter implements BrokerAdapter {
     }
 
     /**
-     * Connects; on failure stops the embedded broker, if any.
+     * How long connecting may take, and the config key that sets it (for messages).
      *
-     * @throws BrokerException (retriable) if the broker cannot be reached
+     * @param timeout the longest a connection may take to start; also how long a send through a {@code failover:}
+     *        URL without its own {@code timeout} option waits for a lost connection to come back
      */
-    static ActiveMqAdapter connect(ActiveMQConnectionFactory factory, String url, int consumers, int prefetch,
-            EmbeddedBroker embedded) {
+    record ConnectBound(Duration timeout, String key) {
+    }
+
+    /**
+     * Connects within {@code bound}; on failure stops the embedded broker, if any.
+     *
+     * @throws BrokerException (retriable) if the broker cannot be reached, or not within the bound
+     */
+    static ActiveMqAdapter connect(ActiveMQConnectionFactory factory, String url, ConnectBound bound, int consumers,
+            int prefetch, EmbeddedBroker embedded) {
         try {
-            ActiveMQConnection connection = (ActiveMQConnection) factory.createConnection();
-            try {
-                connection.start();
-            } catch (JMSException | RuntimeException e) {
-                closeQuietly(connection);
-                throw e;
-            }
-            return new ActiveMqAdapter(factory, url, connection, consumers, prefetch, embedded);
-        } catch (JMSException | RuntimeException e) {
+            ActiveMQConnection connection = BoundedConnect.open(factory, url, bound.timeout(), bound.timeout(), null);
+            return new ActiveMqAdapter(factory, url, bound, connection, consumers, prefetch, embedded);
+        } catch (JMSException | TimeoutException | InterruptedException | RuntimeException e) {
             if (embedded != null) {
                 embedded.stop();
             }
-            throw new BrokerException("Cannot connect to ActiveMQ at " + url + ": " + describe(e), true, e);
+            throw connectFailure("Cannot connect to ActiveMQ at " + url, url, bound, e);
         }
+    }
+
+    /** Why connecting failed: the broker's error, or the bound that ran out and its key. */
+    private static BrokerException connectFailure(String what, String url, ConnectBound bound, Exception e) {
+        if (e instanceof TimeoutException) {
+            return new BrokerException(what + ": no connection within " + ConfigKey.formatDuration(bound.timeout())
+                    + " (" + bound.key() + "). Check that the broker runs and that the URL's hosts and ports are right"
+                    + (BoundedConnect.isFailover(url) ? "; a failover: URL retries until then" : ""), true);
+        }
+        if (e instanceof InterruptedException) {
+            Thread.currentThread().interrupt();
+            return new BrokerException(what + ": interrupted", true, e);
+        }
+        return new BrokerException(what + ": " + describe(e), true, e);
     }
 
     @Override
     public Subscription subscribe(SubscriptionRequest request, DeliveryListener listener) {
         requireOpen();
         JmsDestination source = JmsDestination.parse(request.source());
-        ActiveMQConnection target = connection;
         String clientId = "idem:" + request.pipeline();
-        try {
-            if (source.topic()) {
-                target = (ActiveMQConnection) factory.createConnection();
-                target.setClientID(clientId);
-                target.start();
+        ActiveMQConnection target = connection;
+        if (source.topic()) {
+            try {
+                target = BoundedConnect.open(factory, url, bound.timeout(), bound.timeout(),
+                        c -> c.setClientID(clientId));
+            } catch (InvalidClientIDException e) {
+                throw ActiveMqSubscription.clientIdInUse(request, clientId, e);
+            } catch (JMSException | TimeoutException | InterruptedException | RuntimeException e) {
+                throw connectFailure("Cannot subscribe pipeline '" + request.pipeline() + "' to '" + request.source()
+                        + "': its durable subscription's connection to ActiveMQ at " + url + " failed", url, bound, e);
             }
+        }
+        try {
             ActiveMqSubscription[] self = new ActiveMqSubscription[1];
             ActiveMqSubscription s = ActiveMqSubscription.open(request, source, listener, publishers, target,
                     consumers, prefetch, () -> subscriptions.remove(self[0]));
             self[0] = s;
             subscriptions.add(s);
             return s;
-        } catch (InvalidClientIDException e) {
-            closeOwn(target);
-            throw ActiveMqSubscription.clientIdInUse(request, clientId, e);
         } catch (JMSException | RuntimeException e) {
             closeOwn(target);
             throw new BrokerException("Cannot consume '" + request.source() + "' for pipeline '" + request.pipeline()
@@ -98,7 +119,7 @@ final class ActiveMqAdapter implements BrokerAdapter {
 
     private void closeOwn(ActiveMQConnection target) {
         if (target != connection) {
-            closeQuietly(target);
+            BoundedConnect.closeQuietly(target);
         }
     }
 
@@ -111,7 +132,9 @@ final class ActiveMqAdapter implements BrokerAdapter {
             publishers.send(target, session -> JmsMessages.outbound(session, message));
         } catch (JMSException | RuntimeException e) {
             throw new BrokerException("Could not publish to '" + destination + "' on ActiveMQ at " + url + ": "
-                    + describe(e), true, e);
+                    + describe(e) + (BoundedConnect.isFailover(url) ? " (while the connection is lost, a send waits "
+                    + "at most " + ConfigKey.formatDuration(bound.timeout()) + ", " + bound.key() + ", unless the URL "
+                    + "sets the failover timeout option)" : ""), true, e);
         }
     }
 
@@ -141,17 +164,9 @@ final class ActiveMqAdapter implements BrokerAdapter {
             s.close();
         }
         publishers.close();
-        closeQuietly(connection);
+        BoundedConnect.closeQuietly(connection);
         if (embedded != null) {
             embedded.stop();
-        }
-    }
-
-    private static void closeQuietly(ActiveMQConnection c) {
-        try {
-            c.close();
-        } catch (JMSException | RuntimeException e) {
-            log.debug("Closing an ActiveMQ connection failed: {}", e.toString());
         }
     }
 

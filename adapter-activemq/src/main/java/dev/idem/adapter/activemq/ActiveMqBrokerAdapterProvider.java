@@ -4,6 +4,7 @@ import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
@@ -36,9 +37,14 @@ import org.apache.activemq.RedeliveryPolicy;
  * is forced on), so {@code publish} returns once the broker stored them. The key is the JMS group id
  * ({@code JMSXGroupID}); {@link dev.idem.spi.OutboundMessage#messageId()} becomes the {@code message-id}
  * property (JMS does not let a sender choose {@code JMSMessageID}). On receipt: the payload is a
- * BytesMessage's bytes or a TextMessage's text as UTF-8 (other body types read as empty); headers are the
- * properties as text, without {@code JMSX*}, plus {@code JMSCorrelationID} and {@code JMSType} under those
- * names when set; the broker message id is {@code JMSMessageID}; the delivery count is
+ * BytesMessage's bytes, a TextMessage's text as UTF-8, a MapMessage as a JSON object (names sorted; a
+ * {@code byte[]} value as a base64 string; see {@code MapMessageJson}), or empty for a body-less Message. Any
+ * other type (ObjectMessage, StreamMessage, BlobMessage) never reaches a handler: the session's thread
+ * dead-letters it with the cause {@code unsupported-message-type} (a body that cannot be read:
+ * {@code unreadable-message}), as a copy of the original of its own type and body, then acknowledges it; if the
+ * copy fails, the original stays unacknowledged and is redelivered. An ObjectMessage is never deserialized.
+ * Headers are the properties as text, without {@code JMSX*}, plus {@code JMSCorrelationID} and
+ * {@code JMSType} under those names when set; the broker message id is {@code JMSMessageID}; the delivery count is
  * {@code JMSXDeliveryCount}. {@code JMSRedelivered} is exposed as the informative {@code redelivered} and
  * decides nothing: after a broker restart an unacknowledged message comes back with it false.
  *
@@ -59,11 +65,15 @@ import org.apache.activemq.RedeliveryPolicy;
  * acknowledged, W is split: the JMS prefetch is {@code W/2}, and the session hands over at most the other half
  * unsettled before it waits for settles.
  *
- * <h2>Connection loss</h2>
- * With a {@code failover:(tcp://a:61616,tcp://b:61616)} URL the client reconnects by itself and the broker
- * redelivers every unacknowledged message; settles of deliveries received before the interruption are ignored,
- * so a stale handle never acknowledges anything. Without {@code failover:}, a lost connection stops the
- * subscriptions and fails {@code checkHealth()}.
+ * <h2>Connecting and connection loss</h2>
+ * Connecting ({@code create}, and a topic subscription's own connection) fails with a retriable
+ * {@link dev.idem.spi.BrokerException} naming the URL when the connection has not started within
+ * {@code connect-timeout}; a {@code failover:} transport would otherwise wait for its first connection forever.
+ * Once connected, a {@code failover:(tcp://a:61616,tcp://b:61616)} URL reconnects by itself without limit and the
+ * broker redelivers every unacknowledged message; settles of deliveries received before the interruption are
+ * ignored, so a stale handle never acknowledges anything. While it reconnects, a send (publish, dead-letter copy)
+ * fails after {@code connect-timeout} too, unless the URL sets the transport's own {@code timeout} option. Without
+ * {@code failover:}, a lost connection stops the subscriptions and fails {@code checkHealth()}.
  *
  * <p>The client's own duplicate suppression ({@code checkForDuplicates}) is turned off: with
  * {@code INDIVIDUAL_ACKNOWLEDGE} it poison-acks the broker's redelivery after a reconnect into
@@ -92,6 +102,13 @@ public final class ActiveMqBrokerAdapterProvider implements BrokerAdapterProvide
             .doc("The broker URL: tcp://host:61616, ssl://host:61617 (with tls.*), or "
                     + "failover:(tcp://a:61616,tcp://b:61616) to reconnect automatically. Default: the embedded "
                     + "broker's vm://<broker-name>?create=false when embedded.enabled, else tcp://localhost:61616.");
+
+    public static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration("connect-timeout")
+            .defaultValue(Duration.ofSeconds(30)).atLeast(Duration.ofMillis(100)).atMost(Duration.ofHours(1))
+            .doc("How long connecting may take (at start, for idem publish, and for each topic subscription's own "
+                    + "connection) before it fails naming the URL. With a failover: URL it also bounds a send "
+                    + "(publish, emitted message, dead-letter copy) while the connection is lost, unless the URL sets "
+                    + "the transport's timeout option; once connected, the transport reconnects without limit.");
 
     public static final ConfigKey<String> USERNAME = ConfigKey.string("username")
             .doc("The user to connect as; leave out when the broker needs no authentication.");
@@ -168,7 +185,7 @@ public final class ActiveMqBrokerAdapterProvider implements BrokerAdapterProvide
                     + "tcp://127.0.0.1:61616; default none.");
 
     private static final ConfigSpec SPEC = ConfigSpec.builder()
-            .define(URL).define(USERNAME).define(PASSWORD)
+            .define(URL).define(CONNECT_TIMEOUT).define(USERNAME).define(PASSWORD)
             .define(TLS_TRUST_STORE).define(TLS_TRUST_STORE_PASSWORD)
             .define(TLS_KEY_STORE).define(TLS_KEY_STORE_PASSWORD).define(TLS_STORE_TYPE)
             .define(CONSUMERS).define(PREFETCH)
@@ -194,10 +211,24 @@ public final class ActiveMqBrokerAdapterProvider implements BrokerAdapterProvide
     }
 
     /**
+     * Checks the keys together without connecting: TLS settings without ssl://, a password without user,
+     * embedded.listen without embedded.enabled, an unreadable key store, a URL the client cannot parse, and
+     * every {@code client} entry that is not a property of the connection factory or that it refuses.
+     */
+    @Override
+    public List<ConfigProblem> validate(PluginConfig config) {
+        Objects.requireNonNull(config, "config");
+        List<ConfigProblem> problems = new ArrayList<>();
+        String url = url(config);
+        checkConsistent(config, url, problems);
+        factory(config, url, problems);
+        return problems;
+    }
+
+    /**
      * Validates the keys together, starts the embedded broker if enabled, and connects.
      *
-     * @throws ConfigException if keys contradict each other (TLS settings without ssl://, a password without
-     *         user, embedded.listen without embedded.enabled) or a client property is unknown or invalid
+     * @throws ConfigException with what {@link #validate} reports
      * @throws dev.idem.spi.BrokerException if the broker cannot be reached (retriable) or the embedded broker
      *         cannot start (its data directory locked by another process, a listen port in use)
      */
@@ -206,40 +237,46 @@ public final class ActiveMqBrokerAdapterProvider implements BrokerAdapterProvide
         Objects.requireNonNull(config, "config");
         String path = config.path();
         boolean embedded = config.get(EMBEDDED_ENABLED);
-        String url = config.get(URL) != null ? config.get(URL)
-                : embedded ? "vm://" + config.get(EMBEDDED_BROKER_NAME) + "?create=false" : "tcp://localhost:61616";
-        checkConsistent(config, url);
-        ActiveMQConnectionFactory factory = factory(config, url);
+        String url = url(config);
+        List<ConfigProblem> problems = new ArrayList<>();
+        checkConsistent(config, url, problems);
+        ActiveMQConnectionFactory factory = factory(config, url, problems);
+        ConfigProblem.throwIfAny(problems);
         int consumers = config.get(CONSUMERS);
         int prefetch = config.get(PREFETCH);
         EmbeddedBroker broker = embedded ? EmbeddedBroker.start(config.get(EMBEDDED_BROKER_NAME),
                 new File(config.get(EMBEDDED_DATA_DIRECTORY)), config.get(EMBEDDED_LISTEN), path) : null;
-        return ActiveMqAdapter.connect(factory, url, consumers, prefetch, broker);
+        ActiveMqAdapter.ConnectBound bound = new ActiveMqAdapter.ConnectBound(config.get(CONNECT_TIMEOUT),
+                path + "." + CONNECT_TIMEOUT.name());
+        return ActiveMqAdapter.connect(factory, url, bound, consumers, prefetch, broker);
     }
 
-    private static void checkConsistent(PluginConfig config, String url) {
+    private static String url(PluginConfig config) {
+        return config.get(URL) != null ? config.get(URL) : config.get(EMBEDDED_ENABLED)
+                ? "vm://" + config.get(EMBEDDED_BROKER_NAME) + "?create=false" : "tcp://localhost:61616";
+    }
+
+    private static void checkConsistent(PluginConfig config, String url, List<ConfigProblem> problems) {
         String path = config.path();
-        List<String> problems = new ArrayList<>();
         if (config.get(PASSWORD) != null && config.get(USERNAME) == null) {
-            problems.add(path + ".password is set but " + path + ".username is not: give both, or neither");
+            problems.add(new ConfigProblem(path + "." + PASSWORD.name(), path + ".password is set but " + path
+                    + ".username is not: give both, or neither"));
         }
         if (config.get(EMBEDDED_LISTEN) != null && !config.get(EMBEDDED_ENABLED)) {
-            problems.add(path + ".embedded.listen is set but " + path + ".embedded.enabled is false: enable the "
-                    + "embedded broker, or remove embedded.listen");
+            problems.add(new ConfigProblem(path + "." + EMBEDDED_LISTEN.name(), path + ".embedded.listen is set but "
+                    + path + ".embedded.enabled is false: enable the embedded broker, or remove embedded.listen"));
         }
         if (tls(config) && !url.contains("ssl://")) {
-            problems.add(path + ".tls.* is set but " + path + ".url '" + url + "' uses no ssl:// transport: write "
-                    + "ssl://host:61617 (or failover:(ssl://...)) to use it");
+            problems.add(new ConfigProblem(path + "." + URL.name(), path + ".tls.* is set but " + path + ".url '"
+                    + Secret.maskCredentials(url) + "' uses no ssl:// transport: write ssl://host:61617 (or"
+                    + " failover:(ssl://...)) to use it"));
         }
         for (ConfigKey<String> store : List.of(TLS_TRUST_STORE, TLS_KEY_STORE)) {
             String file = config.get(store);
             if (file != null && !file.contains(":/") && !new File(file).canRead()) {
-                problems.add("Invalid value '" + file + "' for " + path + "." + store.name()
-                        + ": must be a readable key store file (or a URL)");
+                problems.add(ConfigProblem.invalid(path + "." + store.name(), file,
+                        "must be a readable key store file (or a URL)"));
             }
-        }
-        if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
         }
     }
 
@@ -247,13 +284,15 @@ public final class ActiveMqBrokerAdapterProvider implements BrokerAdapterProvide
         return config.get(TLS_TRUST_STORE) != null || config.get(TLS_KEY_STORE) != null;
     }
 
-    private static ActiveMQConnectionFactory factory(PluginConfig config, String url) {
+    /** The connection factory the settings describe; {@code null} when its URL is refused (added to problems). */
+    private static ActiveMQConnectionFactory factory(PluginConfig config, String url, List<ConfigProblem> problems) {
         String path = config.path();
         ActiveMQConnectionFactory factory;
         try {
             factory = tls(config) ? sslFactory(config, url) : new ActiveMQConnectionFactory(url);
         } catch (Exception e) {
-            throw new ConfigException("Invalid value '" + url + "' for " + path + ".url: " + e.getMessage());
+            problems.add(ConfigProblem.invalid(path + "." + URL.name(), Secret.maskCredentials(url), e.getMessage()));
+            return null;
         }
         if (config.get(USERNAME) != null) {
             factory.setUserName(config.get(USERNAME));
@@ -264,7 +303,7 @@ public final class ActiveMqBrokerAdapterProvider implements BrokerAdapterProvide
         factory.setRedeliveryPolicy(redeliveryPolicy(config));
         // The adapter uses no temporary destinations, whose advisories this would watch.
         factory.setWatchTopicAdvisories(false);
-        ClientProperties.apply(factory, config.get(CLIENT) == null ? Map.of() : config.get(CLIENT), path);
+        ClientProperties.apply(factory, config.get(CLIENT) == null ? Map.of() : config.get(CLIENT), path, problems);
         factory.setAlwaysSyncSend(true);
         // The client's duplicate audit is not rolled back for INDIVIDUAL_ACKNOWLEDGE sessions when the transport
         // is interrupted or a consumer closes (ActiveMQMessageConsumer.clearDeliveredList and dispose only do so

@@ -110,6 +110,11 @@ final class ActiveMqSubscription implements Subscription, SubscriptionContext, T
     }
 
     @Override
+    public String pipeline() {
+        return request.pipeline();
+    }
+
+    @Override
     public JmsDestination source() {
         return source;
     }

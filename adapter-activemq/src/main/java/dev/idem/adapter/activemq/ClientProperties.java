@@ -1,7 +1,6 @@
 package dev.idem.adapter.activemq;
 
-import dev.idem.spi.ConfigException;
-import java.util.ArrayList;
+import dev.idem.spi.ConfigProblem;
 import java.util.List;
 import java.util.Map;
 import org.apache.activemq.ActiveMQConnectionFactory;
@@ -30,16 +29,19 @@ final class ClientProperties {
     }
 
     /**
+     * Sets each entry on the factory; adds to {@code problems} every entry that is not a property of the factory
+     * or cannot take its value.
+     *
      * @param path the config path ({@code broker.activemq}) for messages
-     * @throws ConfigException naming every entry that is not a property of the factory or cannot take its value
      */
-    static void apply(ActiveMQConnectionFactory factory, Map<String, String> client, String path) {
-        List<String> problems = new ArrayList<>();
+    static void apply(ActiveMQConnectionFactory factory, Map<String, String> client, String path,
+            List<ConfigProblem> problems) {
         for (Map.Entry<String, String> e : client.entrySet()) {
             String name = e.getKey();
+            String where = path + ".client." + name;
             String root = name.contains(".") ? name.substring(0, name.indexOf('.')) : name;
             if (OWNED.containsKey(root)) {
-                problems.add(path + ".client." + name + " is set by the adapter; use " + OWNED.get(root));
+                problems.add(new ConfigProblem(where, where + " is set by the adapter; use " + OWNED.get(root)));
                 continue;
             }
             Object target = factory;
@@ -52,17 +54,14 @@ final class ClientProperties {
                 property = name.substring("blobTransferPolicy.".length());
             }
             if (IntrospectionSupport.findSetterMethod(target.getClass(), property) == null) {
-                problems.add("Unknown key " + path + ".client." + name + ": not a property of "
-                        + target.getClass().getSimpleName() + " (see the ActiveMQ connection factory's properties, "
-                        + "e.g. sendTimeout, closeTimeout, optimizeAcknowledge, redeliveryPolicy.useExponentialBackOff)");
+                problems.add(new ConfigProblem(where, "Unknown key " + where + ": not a property of "
+                        + target.getClass().getSimpleName() + " (see the ActiveMQ connection factory's properties,"
+                        + " e.g. sendTimeout, closeTimeout, optimizeAcknowledge,"
+                        + " redeliveryPolicy.useExponentialBackOff)"));
             } else if (!IntrospectionSupport.setProperty(target, property, e.getValue())) {
-                problems.add("Invalid value '" + e.getValue() + "' for " + path + ".client." + name
-                        + ": the property " + target.getClass().getSimpleName() + "." + property
-                        + " does not accept it");
+                problems.add(ConfigProblem.invalid(where, e.getValue(), "the property "
+                        + target.getClass().getSimpleName() + "." + property + " does not accept it"));
             }
-        }
-        if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
         }
     }
 }

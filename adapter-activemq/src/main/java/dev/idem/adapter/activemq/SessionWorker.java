@@ -1,5 +1,6 @@
 package dev.idem.adapter.activemq;
 
+import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.Delivery;
 import jakarta.jms.JMSException;
 import jakarta.jms.Message;
@@ -48,6 +49,10 @@ final class SessionWorker implements Runnable {
 
     private static final Logger log = LoggerFactory.getLogger(SessionWorker.class);
     private static final long RECEIVE_TIMEOUT_MS = 200;
+    /** The dead-letter cause of a message of a type whose body the adapter does not hand to handlers. */
+    static final String UNSUPPORTED_MESSAGE_TYPE = "unsupported-message-type";
+    /** The dead-letter cause of a message whose body or properties could not be read. */
+    static final String UNREADABLE_MESSAGE = "unreadable-message";
 
     private final SubscriptionContext context;
     private final Session session;
@@ -130,24 +135,77 @@ final class SessionWorker implements Runnable {
     }
 
     private List<Delivery> receiveBatch(long gen, int maxBatch) throws JMSException {
-        Message first = consumer.receive(RECEIVE_TIMEOUT_MS);
-        if (first == null) {
-            return List.of();
-        }
         List<Delivery> batch = new ArrayList<>();
-        batch.add(delivery(first, gen));
-        while (batch.size() < maxBatch) {
-            Message next = consumer.receiveNoWait();
-            if (next == null) {
-                break;
+        for (Message m = consumer.receive(RECEIVE_TIMEOUT_MS); m != null; m = consumer.receiveNoWait()) {
+            Delivery d = delivery(m, gen);
+            if (d != null) {
+                batch.add(d);
+                if (batch.size() >= maxBatch) {
+                    break;
+                }
             }
-            batch.add(delivery(next, gen));
         }
         return batch;
     }
 
-    private Delivery delivery(Message m, long gen) throws JMSException {
-        return new JmsDelivery(this, m, JmsMessages.inbound(context.source().written(), m), gen);
+    /** The delivery for {@code m}, or {@code null} when its body cannot be read: it is dead-lettered instead. */
+    private Delivery delivery(Message m, long gen) {
+        String unsupported = JmsMessages.unsupportedType(m);
+        if (unsupported != null) {
+            deadLetterUnreadable(m, gen, UNSUPPORTED_MESSAGE_TYPE, "The message is " + unsupported
+                    + "; publish a BytesMessage, TextMessage or MapMessage");
+            return null;
+        }
+        try {
+            return new JmsDelivery(this, m, JmsMessages.inbound(context.source().written(), m), gen);
+        } catch (JMSException | RuntimeException e) {
+            deadLetterUnreadable(m, gen, UNREADABLE_MESSAGE, "Its body or properties could not be read: " + e);
+            return null;
+        }
+    }
+
+    /**
+     * Dead-letters a message no handler may see, on this thread, without handing it over: sends the copy, then
+     * acknowledges the original. If the copy fails, the original stays unacknowledged and the session is
+     * recovered once its other deliveries are settled, so the broker redelivers it (with the redelivery policy's
+     * delay) and it is tried again.
+     */
+    private void deadLetterUnreadable(Message m, long gen, String cause, String detail) {
+        String id = messageId(m);
+        String source = context.source().written();
+        if (!isCurrent(gen)) {
+            return;
+        }
+        DeadLetterReason reason = new DeadLetterReason(cause, detail, 0, context.pipeline());
+        try {
+            context.publishers().send(context.deadLetter(), session -> JmsMessages.unreadableCopy(m, source, reason));
+        } catch (JMSException | RuntimeException e) {
+            log.warn("Pipeline '{}': could not dead-letter message {} from '{}' to '{}' ({}): {}; it stays "
+                    + "unacknowledged and is redelivered", context.pipeline(), id, source,
+                    context.deadLetter().written(), cause, e.toString());
+            redeliverLater(gen);
+            return;
+        }
+        log.warn("Pipeline '{}': message {} from '{}' dead-lettered to '{}' without running the handler ({}): {}",
+                context.pipeline(), id, source, context.deadLetter().written(), cause, detail);
+        if (!isCurrent(gen)) {
+            return;
+        }
+        try {
+            m.acknowledge();
+        } catch (JMSException | RuntimeException e) {
+            log.warn("Pipeline '{}': could not acknowledge message {} from '{}' after dead-lettering it: {}; it is "
+                    + "redelivered and dead-lettered again", context.pipeline(), id, source, e.toString());
+            redeliverLater(gen);
+        }
+    }
+
+    private static String messageId(Message m) {
+        try {
+            return m.getJMSMessageID();
+        } catch (JMSException e) {
+            return "(no JMSMessageID)";
+        }
     }
 
     /**
@@ -198,6 +256,23 @@ final class SessionWorker implements Runnable {
             if (gen == countedGeneration) {
                 retryPending = true;
                 --unsettled;
+                settledAll.signalAll();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Asks for the session to be recovered once every delivery handed over is settled, so that a message that
+     * was never handed over and is not acknowledged is redelivered.
+     */
+    private void redeliverLater(long gen) {
+        lock.lock();
+        try {
+            syncGeneration();
+            if (gen == countedGeneration) {
+                retryPending = true;
                 settledAll.signalAll();
             }
         } finally {

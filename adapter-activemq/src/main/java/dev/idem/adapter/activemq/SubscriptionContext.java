@@ -5,6 +5,9 @@ import dev.idem.spi.DeliveryListener;
 /** What a {@link SessionWorker} needs from its subscription. */
 interface SubscriptionContext {
 
+    /** The pipeline's name, for dead-letter reasons and logs. */
+    String pipeline();
+
     JmsDestination source();
 
     JmsDestination deadLetter();

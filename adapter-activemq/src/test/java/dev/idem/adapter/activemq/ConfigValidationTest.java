@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.junit.jupiter.api.Test;
@@ -61,6 +62,25 @@ class ConfigValidationTest {
                         "Invalid value '/nonexistent/truststore.p12' for broker.activemq.tls.trust-store: must be a "
                                 + "readable key store file (or a URL)"))
                 .hasMessageNotContaining("secret");
+    }
+
+    @Test
+    void validateReportsWhatCreateWouldRefuseWithPathsAndWithoutConnecting() {
+        // Nothing listens on port 1: a validate that connected would fail differently.
+        var config = TestBroker.defaults().with("url", "tcp://127.0.0.1:1").with("password", "secret")
+                .with("client", Map.of("sendTimout", "1000", "closeTimeout", "later"));
+
+        assertThat(new ActiveMqBrokerAdapterProvider().validate(config)).extracting(ConfigProblem::path)
+                .containsExactlyInAnyOrder("broker.activemq.password", "broker.activemq.client.sendTimout",
+                        "broker.activemq.client.closeTimeout");
+        assertThat(new ActiveMqBrokerAdapterProvider().validate(config)).extracting(ConfigProblem::message)
+                .contains("Unknown key broker.activemq.client.sendTimout: not a property of ActiveMQConnectionFactory"
+                        + " (see the ActiveMQ connection factory's properties, e.g. sendTimeout, closeTimeout,"
+                        + " optimizeAcknowledge, redeliveryPolicy.useExponentialBackOff)")
+                .contains("Invalid value 'later' for broker.activemq.client.closeTimeout: the property"
+                        + " ActiveMQConnectionFactory.closeTimeout does not accept it");
+        assertThat(new ActiveMqBrokerAdapterProvider().validate(TestBroker.defaults().with("url", "tcp://127.0.0.1:1")
+                .with("client", Map.of("sendTimeout", "1000")))).isEmpty();
     }
 
     @Test

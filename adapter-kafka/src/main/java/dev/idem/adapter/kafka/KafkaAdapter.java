@@ -21,6 +21,7 @@ import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
@@ -31,7 +32,9 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 
 /**
  * One adapter instance: a shared idempotent producer (publish, dead letters), an admin client for health
- * checks, and one {@link KafkaSubscription} (consumer thread) per subscribe call. Thread-safe.
+ * checks, and one {@link KafkaSubscription} (consumer thread) per subscribe call. Nothing connects before the
+ * first subscribe or publish, which first checks that the cluster can be reached ({@link BootstrapProbe}).
+ * Thread-safe.
  */
 final class KafkaAdapter implements BrokerAdapter {
 
@@ -41,19 +44,84 @@ final class KafkaAdapter implements BrokerAdapter {
     private static final Duration HEALTH_TIMEOUT = Duration.ofSeconds(5);
 
     private final KafkaSettings settings;
-    private final KafkaProducer<byte[], byte[]> producer;
+    private final Duration connectTimeout;
+    private final String connectTimeoutKey;
     private final Set<KafkaSubscription> subscriptions = ConcurrentHashMap.newKeySet();
+    /** Guards the first contact with the cluster and the producer's creation; never held by {@link #close()}. */
+    private final Object connecting = new Object();
+    /** Created at the first send, once the cluster was reached: an idempotent producer connects at once. */
+    private volatile KafkaProducer<byte[], byte[]> producer;
+    private volatile boolean reachable;
     private Admin admin;
     private volatile boolean closed;
 
-    KafkaAdapter(KafkaSettings settings) {
+    /**
+     * @param connectTimeout how long the first subscribe or publish waits for the cluster (see {@link BootstrapProbe})
+     * @param connectTimeoutKey its config path, for messages
+     * @throws BrokerException if kafka-clients rejects the producer's settings
+     */
+    KafkaAdapter(KafkaSettings settings, Duration connectTimeout, String connectTimeoutKey) {
         this.settings = settings;
+        this.connectTimeout = connectTimeout;
+        this.connectTimeoutKey = connectTimeoutKey;
         try {
-            this.producer = new KafkaProducer<>(settings.producer());
+            // What the producer, created at the first send, would reject: reported now, at start and by check.
+            new ProducerConfig(settings.producer());
         } catch (KafkaException e) {
-            throw new BrokerException("Cannot create the Kafka producer for " + settings.path() + ": "
-                    + e.getMessage() + " (check " + settings.path() + ".client and the security settings)", false, e);
+            throw producerRejected(e);
         }
+    }
+
+    private BrokerException producerRejected(KafkaException e) {
+        return new BrokerException("Cannot create the Kafka producer for " + settings.path() + ": "
+                + e.getMessage() + " (check " + settings.path() + ".client and the security settings)", false, e);
+    }
+
+    /**
+     * Checks once, before any consumer or producer of this adapter talks to the cluster, that it can be reached;
+     * after a failure the next call checks again.
+     *
+     * @throws BrokerException naming the bootstrap servers if they cannot be reached within the connect timeout
+     */
+    private void ensureReachable() {
+        if (reachable) {
+            return;
+        }
+        synchronized (connecting) {
+            if (reachable) {
+                return;
+            }
+            try {
+                BootstrapProbe.check(settings, connectTimeout, connectTimeoutKey);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new BrokerException("Interrupted while connecting to Kafka", true, e);
+            }
+            reachable = true;
+        }
+    }
+
+    private KafkaProducer<byte[], byte[]> producer() {
+        KafkaProducer<byte[], byte[]> p = producer;
+        if (p == null) {
+            synchronized (connecting) {
+                if (producer == null) {
+                    ensureReachable();
+                    try {
+                        producer = new KafkaProducer<>(settings.producer());
+                    } catch (KafkaException e) {
+                        throw producerRejected(e);
+                    }
+                }
+                p = producer;
+            }
+        }
+        if (closed) {
+            // close() may have looked for the producer before it existed.
+            p.close(Duration.ofSeconds(5));
+            throw new BrokerException("The Kafka adapter is closed", false);
+        }
+        return p;
     }
 
     @Override
@@ -64,6 +132,7 @@ final class KafkaAdapter implements BrokerAdapter {
             throw new BrokerException("The Kafka adapter is closed; cannot subscribe to '" + request.source() + "'",
                     false);
         }
+        ensureReachable();
         String deadLetter = request.deadLetterDestination() != null ? request.deadLetterDestination()
                 : request.source() + settings.deadLetterSuffix();
         KafkaSubscription subscription = new KafkaSubscription(settings, request, deadLetter, listener, this,
@@ -106,7 +175,7 @@ final class KafkaAdapter implements BrokerAdapter {
         }
         Duration wait = settings.sendWait();
         try {
-            Future<RecordMetadata> sent = producer.send(record);
+            Future<RecordMetadata> sent = producer().send(record);
             return sent.get(wait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
@@ -161,7 +230,10 @@ final class KafkaAdapter implements BrokerAdapter {
         for (KafkaSubscription s : subscriptions.toArray(KafkaSubscription[]::new)) {
             s.close();
         }
-        producer.close(Duration.ofSeconds(5));
+        KafkaProducer<byte[], byte[]> p = producer;
+        if (p != null) {
+            p.close(Duration.ofSeconds(5));
+        }
         synchronized (this) {
             if (admin != null) {
                 admin.close(Duration.ofSeconds(5));

@@ -3,6 +3,7 @@ package dev.idem.adapter.kafka;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
@@ -13,6 +14,12 @@ import java.util.Objects;
 
 /**
  * The {@code kafka} broker adapter ({@code broker.type: kafka}), on {@code kafka-clients} 4.x.
+ *
+ * <h2>Connecting</h2>
+ * {@code create} connects nothing. The first subscribe or publish checks that a bootstrap server accepts a
+ * connection and that the cluster describes itself through it, within {@code connect-timeout}; otherwise it
+ * fails once with a {@link dev.idem.spi.BrokerException} naming the servers and why each could not be reached,
+ * instead of the clients' reconnect warnings. Only then are the consumer and the producer created.
  *
  * <h2>Consuming</h2>
  * One consumer group per pipeline ({@code group-id-prefix} + pipeline name) and one consumer thread per
@@ -53,6 +60,13 @@ public final class KafkaAdapterProvider implements BrokerAdapterProvider {
             .validate(servers -> !servers.isEmpty() && servers.stream().allMatch(KafkaAdapterProvider::hostAndPort),
                     "be a list of host:port, e.g. [kafka-1:9092, kafka-2:9092]")
             .doc("Brokers to connect to first, as host:port; the client discovers the rest of the cluster.");
+
+    /** {@code broker.kafka.connect-timeout}: how long the first contact with the cluster may take. */
+    public static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration("connect-timeout")
+            .defaultValue(Duration.ofSeconds(30)).atLeast(Duration.ofMillis(100)).atMost(Duration.ofMinutes(10))
+            .doc("How long the first subscribe or publish waits for a bootstrap server to accept a connection and "
+                    + "describe the cluster before it fails, naming the servers (idem run stops; idem publish "
+                    + "exits). Nothing else connects before that.");
 
     /** {@code broker.kafka.group-id-prefix}: put before the pipeline name to make the consumer group. */
     public static final ConfigKey<String> GROUP_ID_PREFIX = ConfigKey.string("group-id-prefix").defaultValue("")
@@ -153,6 +167,7 @@ public final class KafkaAdapterProvider implements BrokerAdapterProvider {
 
     private static final ConfigSpec SPEC = ConfigSpec.builder()
             .define(BOOTSTRAP_SERVERS)
+            .define(CONNECT_TIMEOUT)
             .define(GROUP_ID_PREFIX)
             .define(SECURITY_PROTOCOL)
             .define(SASL_MECHANISM)
@@ -189,16 +204,27 @@ public final class KafkaAdapterProvider implements BrokerAdapterProvider {
     }
 
     /**
-     * Creates an adapter; connections are opened on first use.
+     * Checks the keys together without contacting Kafka: TLS or SASL settings that the security protocol does not
+     * use, a user without password, client settings the adapter owns or kafka-clients does not know.
+     */
+    @Override
+    public List<ConfigProblem> validate(PluginConfig config) {
+        Objects.requireNonNull(config, "config");
+        return KafkaSettings.problems(config);
+    }
+
+    /**
+     * Creates an adapter; connections are opened on first use, once the bootstrap servers answered within
+     * {@code connect-timeout}.
      *
-     * @throws dev.idem.spi.ConfigException if keys contradict each other (TLS or SASL settings that the
-     *         security protocol does not use, a user without password, client settings the adapter owns)
+     * @throws dev.idem.spi.ConfigException with what {@link #validate} reports
      * @throws dev.idem.spi.BrokerException if the Kafka client rejects the resulting settings
      */
     @Override
     public BrokerAdapter create(PluginConfig config) {
         Objects.requireNonNull(config, "config");
-        return new KafkaAdapter(KafkaSettings.from(config));
+        return new KafkaAdapter(KafkaSettings.from(config), config.get(CONNECT_TIMEOUT),
+                config.path() + "." + CONNECT_TIMEOUT.name());
     }
 
     private static boolean hostAndPort(String server) {

@@ -3,6 +3,7 @@ package dev.idem.adapter.kafka;
 import static dev.idem.adapter.kafka.KafkaAdapterProvider.*;
 
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
 import java.time.Duration;
@@ -42,9 +43,26 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
     /** The largest poll when neither maxInFlight nor the user says less. */
     static final int MAX_POLL_RECORDS = 2000;
 
+    /**
+     * @throws ConfigException with every contradiction {@link #problems} finds
+     */
     static KafkaSettings from(PluginConfig config) {
+        List<ConfigProblem> problems = new ArrayList<>();
+        KafkaSettings settings = build(config, problems);
+        ConfigProblem.throwIfAny(problems);
+        return settings;
+    }
+
+    /** Every contradiction between the keys, without contacting Kafka. */
+    static List<ConfigProblem> problems(PluginConfig config) {
+        List<ConfigProblem> problems = new ArrayList<>();
+        build(config, problems);
+        return problems;
+    }
+
+    /** The settings, or {@code null} when anything was added to {@code problems}. */
+    private static KafkaSettings build(PluginConfig config, List<ConfigProblem> problems) {
         String path = config.path();
-        List<String> problems = new ArrayList<>();
         Map<String, Object> common = new HashMap<>();
         common.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, String.join(",", config.get(BOOTSTRAP_SERVERS)));
         String protocol = config.get(SECURITY_PROTOCOL);
@@ -54,32 +72,34 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
 
         Map<String, String> client = config.get(CLIENT);
         for (String key : client.keySet()) {
+            String where = path + ".client." + key;
             if (OWNED.contains(key)) {
-                problems.add(path + ".client." + key + " cannot be set: the adapter sets it itself"
+                problems.add(new ConfigProblem(where, where + " cannot be set: the adapter sets it itself"
                         + (key.equals(ConsumerConfig.GROUP_ID_CONFIG) ? " (the pipeline's name after "
                         + path + "." + GROUP_ID_PREFIX.name() + ")" : "")
                         + (key.equals(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG) ? " (offsets are committed only"
-                        + " after the pipeline acknowledged them)" : ""));
+                        + " after the pipeline acknowledged them)" : "")));
             } else if (!ConsumerConfig.configNames().contains(key) && !ProducerConfig.configNames().contains(key)
                     && !AdminClientConfig.configNames().contains(key)) {
-                problems.add(path + ".client." + key + " is not a kafka-clients consumer or producer setting; "
-                        + "see https://kafka.apache.org/documentation/#consumerconfigs");
+                problems.add(new ConfigProblem(where, where + " is not a kafka-clients consumer or producer setting;"
+                        + " see https://kafka.apache.org/documentation/#consumerconfigs"));
             }
         }
         String acks = config.get(PRODUCER_ACKS);
         if (acks.equals("1") && "true".equals(client.get(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG))) {
-            problems.add(path + ".producer.acks is 1 but client.enable.idempotence is true: an idempotent producer"
-                    + " needs producer.acks: all");
+            problems.add(new ConfigProblem(path + "." + PRODUCER_ACKS.name(), path + ".producer.acks is 1 but"
+                    + " client.enable.idempotence is true: an idempotent producer needs producer.acks: all"));
         }
         if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
+            return null;
         }
         return new KafkaSettings(path, Map.copyOf(common), Map.copyOf(client), config.get(GROUP_ID_PREFIX),
                 config.get(COMMIT_INTERVAL), config.get(POLL_TIMEOUT), config.get(REVOKE_TIMEOUT),
                 config.get(DEAD_LETTER_SUFFIX), acks, config.get(PRODUCER_DELIVERY_TIMEOUT));
     }
 
-    private static void sasl(PluginConfig config, boolean enabled, Map<String, Object> common, List<String> problems) {
+    private static void sasl(PluginConfig config, boolean enabled, Map<String, Object> common,
+            List<ConfigProblem> problems) {
         String path = config.path();
         String user = config.get(SASL_USERNAME);
         Secret password = config.get(SASL_PASSWORD);
@@ -87,12 +107,14 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
             return;
         }
         if (!enabled) {
-            problems.add(path + ".sasl.username/sasl.password are set but " + path + ".security.protocol is '"
-                    + config.get(SECURITY_PROTOCOL) + "': use sasl-ssl (or sasl-plaintext) to authenticate");
+            problems.add(new ConfigProblem(path + "." + SECURITY_PROTOCOL.name(), path + ".sasl.username/sasl.password"
+                    + " are set but " + path + ".security.protocol is '" + config.get(SECURITY_PROTOCOL) + "': use"
+                    + " sasl-ssl (or sasl-plaintext) to authenticate"));
             return;
         }
         if (user == null || password == null) {
-            problems.add(path + ".sasl.username and " + path + ".sasl.password go together: give both");
+            problems.add(new ConfigProblem(path + "." + (user == null ? SASL_USERNAME : SASL_PASSWORD).name(),
+                    path + ".sasl.username and " + path + ".sasl.password go together: give both"));
             return;
         }
         String mechanism = config.get(SASL_MECHANISM).toUpperCase(Locale.ROOT);
@@ -103,14 +125,16 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
                 + "\" password=\"" + escape(password.reveal()) + "\";");
     }
 
-    private static void tls(PluginConfig config, boolean enabled, Map<String, Object> common, List<String> problems) {
+    private static void tls(PluginConfig config, boolean enabled, Map<String, Object> common,
+            List<ConfigProblem> problems) {
         String path = config.path();
         String truststore = config.get(TLS_TRUSTSTORE);
         String keystore = config.get(TLS_KEYSTORE);
         if (!enabled) {
             if (truststore != null || keystore != null) {
-                problems.add(path + ".tls.* is set but " + path + ".security.protocol is '"
-                        + config.get(SECURITY_PROTOCOL) + "': use ssl or sasl-ssl to connect with TLS");
+                problems.add(new ConfigProblem(path + "." + SECURITY_PROTOCOL.name(), path + ".tls.* is set but "
+                        + path + ".security.protocol is '" + config.get(SECURITY_PROTOCOL) + "': use ssl or sasl-ssl"
+                        + " to connect with TLS"));
             }
             return;
         }
@@ -126,8 +150,8 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
             reveal(config.get(TLS_KEYSTORE_PASSWORD), SslConfigs.SSL_KEYSTORE_PASSWORD_CONFIG, common);
             reveal(config.get(TLS_KEY_PASSWORD), SslConfigs.SSL_KEY_PASSWORD_CONFIG, common);
         } else if (config.get(TLS_KEYSTORE_PASSWORD) != null || config.get(TLS_KEY_PASSWORD) != null) {
-            problems.add(path + ".tls.keystore-password/key-password are set but " + path
-                    + ".tls.keystore-location is not: name the key store too");
+            problems.add(new ConfigProblem(path + "." + TLS_KEYSTORE.name(), path + ".tls.keystore-password/"
+                    + "key-password are set but " + path + ".tls.keystore-location is not: name the key store too"));
         }
         if (!config.get(TLS_VERIFY_HOSTNAME)) {
             common.put(SslConfigs.SSL_ENDPOINT_IDENTIFICATION_ALGORITHM_CONFIG, "");

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.testkit.TestPluginConfig;
 import java.util.List;
 import java.util.Map;
@@ -55,6 +56,18 @@ class KafkaAdapterProviderTest {
                         .anySatisfy(p -> assertThat(p).startsWith("broker.kafka.client.max.pol.records is not a"))
                         .anySatisfy(p -> assertThat(p).contains("sasl.username").contains("sasl-ssl"))
                         .anySatisfy(p -> assertThat(p).contains("tls.").contains("use ssl or sasl-ssl")));
+    }
+
+    @Test
+    void validateReportsEachContradictionWithItsPathWithoutContactingKafka() {
+        // Nothing listens on port 1: a validate that connected would fail differently.
+        TestPluginConfig bad = config().with("bootstrap-servers", List.of("127.0.0.1:1"))
+                .with("client", Map.of("max.pol.records", "5"))
+                .with("sasl.username", "alice");
+
+        assertThat(provider.validate(bad)).extracting(ConfigProblem::path)
+                .containsExactlyInAnyOrder("broker.kafka.client.max.pol.records", "broker.kafka.security.protocol");
+        assertThat(provider.validate(config().with("bootstrap-servers", List.of("127.0.0.1:1")))).isEmpty();
     }
 
     @Test
