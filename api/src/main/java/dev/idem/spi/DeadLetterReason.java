@@ -9,7 +9,9 @@ import java.util.Objects;
  * names, so every broker's dead letters read alike.
  *
  * @param cause a stable lowercase code: {@code handler-failed}, {@code non-retryable},
- *        {@code max-deliveries}, {@code missing-id}, {@code invalid-id}, {@code fingerprint-mismatch}
+ *        {@code max-deliveries}, {@code missing-id}, {@code invalid-id}, {@code fingerprint-mismatch};
+ *        from an adapter, for a body it will not hand to a handler: {@code unsupported-message-type} (a JMS
+ *        {@code ObjectMessage} or {@code StreamMessage}, never deserialized), {@code unreadable-message}
  * @param detail a human-readable explanation (the handler's exception message, the rule broken)
  * @param attempts how many times the handler ran for the message
  * @param pipeline the pipeline that dead-lettered it
