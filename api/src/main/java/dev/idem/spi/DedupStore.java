@@ -1,6 +1,7 @@
 package dev.idem.spi;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -41,6 +42,42 @@ public interface DedupStore extends AutoCloseable {
      * @throws StoreException when the store cannot answer
      */
     boolean complete(StoreKey key, long token, Duration retention);
+
+    /**
+     * Completes a batch of claimed keys, each exactly as {@link #complete} would: fenced by its own
+     * token, so stale and current tokens may be mixed, and idempotent for its owner. One round trip (or
+     * one statement, one script call) where the store allows it; the runtime sends the completions of
+     * messages whose handlers finished within {@code commit.linger} of each other.
+     *
+     * <p>The default completes the keys one by one, so a store written before this method keeps working.
+     * After a {@linkplain StoreException#retriable() retriable} failure it does not try the rest: they are
+     * reported {@link CompletionResult.Failed} with the same cause.
+     *
+     * @return one result per request, in request order; a key whose write failed while others landed is
+     *         {@link CompletionResult.Failed}
+     * @throws StoreException when the store cannot answer for the batch; no key of it may then be assumed
+     *         completed
+     */
+    default List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+        List<CompletionResult> results = new ArrayList<>(requests.size());
+        StoreException unreachable = null;
+        for (CompletionRequest request : requests) {
+            if (unreachable != null) {
+                results.add(new CompletionResult.Failed(unreachable));
+                continue;
+            }
+            try {
+                results.add(complete(request.key(), request.token(), request.retention())
+                        ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
+            } catch (StoreException e) {
+                results.add(new CompletionResult.Failed(e));
+                if (e.retriable()) {
+                    unreachable = e;
+                }
+            }
+        }
+        return results;
+    }
 
     /**
      * Gives a claimed key up, so that the next claim acquires it at once (the handler failed, the

@@ -32,25 +32,24 @@ final class CheckCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (Setup setup = common.open()) {
-            Idem.Validated validated = setup.builder().validate();
-            out.println("Configuration " + setup.home.show(setup.configFile) + " is valid.");
-            out.println();
-            out.println("Broker: " + describe(validated, Kind.BROKER, validated.config().broker().type()));
-            out.println("Store:  " + describe(validated, Kind.STORE, validated.config().store().type()));
-            out.println("Pipelines:");
-            for (Map.Entry<String, Class<?>> handler : validated.handlers().entrySet()) {
-                var pipeline = validated.config().pipelines().get(handler.getKey());
-                out.println("  " + handler.getKey() + ": consumes '" + pipeline.source() + "', handler "
-                        + handler.getValue().getName() + " from "
-                        + setup.home.show(CodeLocations.of(handler.getValue())));
-            }
-            out.println();
-            out.println("Effective configuration (defaults filled in, secrets masked):");
-            out.print(ConfigPrinter.print(validated.config()));
-            out.flush();
-            return Main.OK;
+        Setup setup = common.open();
+        Idem.Validated validated = setup.builder().validate();
+        out.println("Configuration " + setup.home.show(setup.configFile) + " is valid.");
+        out.println();
+        out.println("Broker: " + describe(validated, Kind.BROKER, validated.config().broker().type()));
+        out.println("Store:  " + describe(validated, Kind.STORE, validated.config().store().type()));
+        out.println("Pipelines:");
+        for (Map.Entry<String, Class<?>> handler : validated.handlers().entrySet()) {
+            var pipeline = validated.config().pipelines().get(handler.getKey());
+            out.println("  " + handler.getKey() + ": consumes '" + pipeline.source() + "', handler "
+                    + handler.getValue().getName() + " from "
+                    + setup.home.show(CodeLocations.of(handler.getValue())));
         }
+        out.println();
+        out.println("Effective configuration (defaults filled in, secrets masked):");
+        out.print(ConfigPrinter.print(validated.config()));
+        out.flush();
+        return Main.OK;
     }
 
     private static String describe(Idem.Validated validated, Kind kind, String id) {

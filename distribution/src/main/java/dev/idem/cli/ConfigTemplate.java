@@ -49,6 +49,11 @@ final class ConfigTemplate {
                 # embedded H2 file, both keeping their state in data/, and the example order handler from
                 # handlers/ bound to the queue 'orders'. Try it with `bin/idem demo`.
                 #
+                # The H2 file is opened with AUTO_SERVER=TRUE, so `idem store` can read it while `idem run` holds
+                # it: the first process serves it to the others on a TCP port of 127.0.0.1 only (idem sets the
+                # JVM property h2.bindAddress; -Dh2.bindAddress=<address> in JAVA_OPTS chooses another), with a key
+                # in data/idem-store.lock.db that bin/idem keeps readable by its user alone (umask 077).
+                #
                 # ${VAR} is replaced by the environment variable VAR (${VAR:-default} when unset); bin/idem sets
                 # IDEM_HOME to the installation folder. Put secrets in variables, never in this file.
 

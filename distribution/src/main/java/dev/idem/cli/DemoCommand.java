@@ -3,10 +3,8 @@ package dev.idem.cli;
 import dev.idem.runtime.IdemRuntime;
 import dev.idem.runtime.config.IdemConfig;
 import dev.idem.runtime.config.PipelineConfig;
-import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
-import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.OutboundMessage;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -54,8 +52,11 @@ final class DemoCommand implements Callable<Integer> {
     boolean fresh;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60",
-            description = "How long to wait for every message to be settled (default: 60).")
+            description = "How long to wait for every message to be settled, from 1 to " + MAX_TIMEOUT_SECONDS
+                    + " (default: 60).")
     int timeoutSeconds;
+
+    static final int MAX_TIMEOUT_SECONDS = 86_400;
 
     private record Seen(String outcome, String id, String payload) {
     }
@@ -63,56 +64,56 @@ final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
         PrintWriter out = spec.commandLine().getOut();
-        try (Setup setup = common.open()) {
-            PluginRegistry registry = setup.plugins();
-            IdemConfig config = setup.config(registry);
-            if (config.pipelines().size() != 1) {
-                throw new Main.CommandFailed("The demo runs one pipeline; " + setup.home.show(setup.configFile)
-                        + " declares " + config.pipelines().keySet());
-            }
-            PipelineConfig pipeline = config.pipelines().values().iterator().next();
-            String prefix = fresh ? "demo-" + Long.toString(System.currentTimeMillis(), 36) + "-order-" : "demo-order-";
-            List<MessagePlan.Planned> plan = MessagePlan.checked(spec, () -> MessagePlan.plan(count, duplicates, prefix,
-                    List.of(PublishCommand.DEFAULT_PAYLOAD), null, 7));
+        if (timeoutSeconds < 1 || timeoutSeconds > MAX_TIMEOUT_SECONDS) {
+            throw new Main.UsageError("--timeout must be from 1 to " + MAX_TIMEOUT_SECONDS + " seconds: " + timeoutSeconds);
+        }
+        String prefix = fresh ? "demo-" + Long.toString(System.currentTimeMillis(), 36) + "-order-" : "demo-order-";
+        MessagePlan plan = MessagePlan.checked(() -> MessagePlan.plan(count, duplicates, prefix,
+                List.of(PublishCommand.DEFAULT_PAYLOAD), null, 7));
+        Setup setup = common.open();
+        PluginRegistry registry = setup.plugins();
+        IdemConfig config = setup.config(registry);
+        if (config.pipelines().size() != 1) {
+            throw new Main.CommandFailed("The demo runs one pipeline; " + setup.home.show(setup.configFile)
+                    + " declares " + config.pipelines().keySet());
+        }
+        PipelineConfig pipeline = config.pipelines().values().iterator().next();
 
-            BlockingQueue<Seen> seen = new LinkedBlockingQueue<>();
-            BrokerAdapterProvider provider = registry.broker(config.broker().type());
-            out.printf("Idem demo: broker '%s', store '%s', pipeline '%s' consuming '%s' with handler %s%n",
-                    config.broker().type(), config.store().type(), pipeline.name(), pipeline.source(), pipeline.handler());
-            out.flush();
-            try (BrokerAdapter broker = PluginContext.call(provider, () -> provider.create(config.broker().config()));
-                    IdemRuntime runtime = setup.builder().broker(config.broker().type(), broker)
-                            .outcomeListener((p, outcome, message, key) -> {
-                                if (FINAL.contains(outcome)) {
-                                    seen.add(new Seen(outcome, message.headers().getOrDefault("message-id", key),
-                                            new String(message.payload(), StandardCharsets.UTF_8)));
-                                }
-                            })
-                            .start()) {
-                for (MessagePlan.Planned m : plan) {
-                    broker.publish(pipeline.source(), new OutboundMessage(m.id(), m.key(),
-                            MessagePlan.headers(Map.of(), m), m.payload()));
-                }
-                long repeats = plan.stream().filter(MessagePlan.Planned::repeat).count();
-                out.printf("Published %d messages: %d orders, %d of them sent twice.%n%n", plan.size(),
-                        plan.size() - repeats, repeats);
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
-                int printed = 0;
-                Map<String, Integer> outcomes = new java.util.TreeMap<>();
-                while (printed < plan.size()) {
-                    Seen s = seen.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
-                    if (s == null) {
-                        break;
-                    }
-                    printed++;
-                    outcomes.merge(s.outcome(), 1, Integer::sum);
-                    out.printf("  %-13s %-24s %s%n", s.outcome(), s.id(),
-                            s.outcome().equals("duplicate") ? "skipped: already processed, handler not run" : s.payload());
-                    out.flush();
-                }
-                runtime.stop(Duration.ofSeconds(10));
-                return summary(out, plan.size(), printed, outcomes, plan.size() - (int) repeats);
+        BlockingQueue<Seen> seen = new LinkedBlockingQueue<>();
+        out.printf("Idem demo: broker '%s', store '%s', pipeline '%s' consuming '%s' with handler %s%n",
+                config.broker().type(), config.store().type(), pipeline.name(), pipeline.source(), pipeline.handler());
+        out.flush();
+        try (BrokerAdapter broker = registry.createBroker(config.broker().type(), config.broker().config());
+                IdemRuntime runtime = setup.builder().broker(config.broker().type(), broker)
+                        .outcomeListener((p, outcome, message, key) -> {
+                            if (FINAL.contains(outcome)) {
+                                seen.add(new Seen(outcome, message.headers().getOrDefault("message-id", key),
+                                        new String(message.payload(), StandardCharsets.UTF_8)));
+                            }
+                        })
+                        .start()) {
+            for (MessagePlan.Planned m : plan) {
+                broker.publish(pipeline.source(), new OutboundMessage(m.id(), m.key(),
+                        MessagePlan.headers(Map.of(), m), m.payload()));
             }
+            out.printf("Published %d messages: %d orders, %d of them sent twice.%n%n", plan.size(), plan.unique(),
+                    plan.repeats());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+            int printed = 0;
+            Map<String, Integer> outcomes = new java.util.TreeMap<>();
+            while (printed < plan.size()) {
+                Seen s = seen.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+                if (s == null) {
+                    break;
+                }
+                printed++;
+                outcomes.merge(s.outcome(), 1, Integer::sum);
+                out.printf("  %-13s %-24s %s%n", s.outcome(), s.id(),
+                        s.outcome().equals("duplicate") ? "skipped: already processed, handler not run" : s.payload());
+                out.flush();
+            }
+            runtime.stop(Duration.ofSeconds(10));
+            return summary(out, plan.size(), printed, outcomes, plan.unique());
         }
     }
 

@@ -1,32 +1,56 @@
 package dev.idem.cli;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.Random;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
 
 /**
  * The messages {@code idem publish} and {@code idem demo} send: {@code count} messages of which
- * {@code duplicatePercent} repeat the ID and payload of another one, shuffled with a seed so a run can be
+ * {@code duplicatePercent} repeat the ID and payload of an earlier one, placed with a seed so a run can be
  * repeated. Templates may use {@code {n}} (the message's number among the unique ones, from 1) and
  * {@code {id}}.
+ *
+ * <p>The plan is streamed: each message is made when it is taken, so its memory does not grow with
+ * {@code count} (two billion messages plan as cheaply as ten). Each iteration yields the same messages in the
+ * same order. Every position is a repeat with the chance of the repeats still to place among the messages
+ * still to send, so the repeats spread evenly; a repeat copies a unique message sent before it, chosen at
+ * random. Immutable; each iterator is for one thread.
  */
-final class MessagePlan {
+final class MessagePlan implements Iterable<MessagePlan.Planned> {
 
     /** One message to send. */
     record Planned(int number, String id, String key, byte[] payload, boolean repeat) {
     }
 
-    private MessagePlan() {
+    private final int count;
+    private final int unique;
+    private final String idPrefix;
+    private final List<String> payloads;
+    private final String keyTemplate;
+    private final long seed;
+
+    private MessagePlan(int count, int unique, String idPrefix, List<String> payloads, String keyTemplate, long seed) {
+        this.count = count;
+        this.unique = unique;
+        this.idPrefix = idPrefix;
+        this.payloads = List.copyOf(payloads);
+        this.keyTemplate = keyTemplate;
+        this.seed = seed;
     }
 
     /**
      * @param payloads the payload templates, used in turn (one per unique message)
      * @param keyTemplate the key template, or null for none
+     * @throws IllegalArgumentException for a count below 1 or a percentage outside 0 to 100
      */
-    static List<Planned> plan(int count, int duplicatePercent, String idPrefix, List<String> payloads,
+    static MessagePlan plan(int count, int duplicatePercent, String idPrefix, List<String> payloads,
             String keyTemplate, long seed) {
         if (count < 1) {
             throw new IllegalArgumentException("--count must be at least 1: " + count);
@@ -34,32 +58,74 @@ final class MessagePlan {
         if (duplicatePercent < 0 || duplicatePercent > 100) {
             throw new IllegalArgumentException("--duplicates must be a percentage from 0 to 100: " + duplicatePercent);
         }
-        int repeats = (int) Math.round(count * duplicatePercent / 100.0);
-        int unique = Math.max(1, count - repeats);
-        repeats = count - unique;
-        List<Planned> messages = new ArrayList<>(count);
-        for (int n = 1; n <= unique; n++) {
-            String id = count == 1 && unique == 1 && !idPrefix.endsWith("-") ? idPrefix : idPrefix + n;
-            String payload = fill(payloads.get((n - 1) % payloads.size()), n, id);
-            String key = keyTemplate == null ? null : fill(keyTemplate, n, id);
-            messages.add(new Planned(n, id, key, payload.getBytes(StandardCharsets.UTF_8), false));
-        }
-        Random random = new Random(seed);
-        for (int i = 0; i < repeats; i++) {
-            Planned original = messages.get(random.nextInt(unique));
-            messages.add(new Planned(original.number(), original.id(), original.key(), original.payload(), true));
-        }
-        Collections.shuffle(messages, random);
-        return messages;
+        long repeats = Math.round((long) count * duplicatePercent / 100.0);
+        int unique = (int) Math.max(1, count - repeats);
+        return new MessagePlan(count, unique, idPrefix, payloads, keyTemplate, seed);
     }
 
     /** Runs a {@link #plan} call, turning a bad count or percentage into a usage error of the command. */
-    static List<Planned> checked(picocli.CommandLine.Model.CommandSpec spec, java.util.function.Supplier<List<Planned>> plan) {
+    static MessagePlan checked(Supplier<MessagePlan> plan) {
         try {
             return plan.get();
         } catch (IllegalArgumentException e) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage(), e);
+            throw new Main.UsageError(e.getMessage());
         }
+    }
+
+    /** How many messages are sent. */
+    int size() {
+        return count;
+    }
+
+    /** How many distinct IDs are sent. */
+    int unique() {
+        return unique;
+    }
+
+    /** How many messages repeat an earlier one. */
+    int repeats() {
+        return count - unique;
+    }
+
+    Stream<Planned> stream() {
+        return StreamSupport.stream(spliterator(), false);
+    }
+
+    @Override
+    public Iterator<Planned> iterator() {
+        return new Iterator<>() {
+            private final Random random = new Random(seed);
+            private int sent;
+            private int uniqueSent;
+
+            @Override
+            public boolean hasNext() {
+                return sent < count;
+            }
+
+            @Override
+            public Planned next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException("all " + count + " planned messages were taken");
+                }
+                int repeatsLeft = repeats() - (sent - uniqueSent);
+                // The first message is unique, so that every repeat has an earlier original.
+                boolean repeat = uniqueSent > 0 && (uniqueSent == unique || random.nextInt(count - sent) < repeatsLeft);
+                sent++;
+                if (repeat) {
+                    return message(1 + random.nextInt(uniqueSent), true);
+                }
+                uniqueSent++;
+                return message(uniqueSent, false);
+            }
+        };
+    }
+
+    private Planned message(int n, boolean repeat) {
+        String id = count == 1 && !idPrefix.endsWith("-") ? idPrefix : idPrefix + n;
+        String payload = fill(payloads.get((n - 1) % payloads.size()), n, id);
+        String key = keyTemplate == null ? null : fill(keyTemplate, n, id);
+        return new Planned(n, id, key, payload.getBytes(StandardCharsets.UTF_8), repeat);
     }
 
     static String fill(String template, int n, String id) {
@@ -68,7 +134,7 @@ final class MessagePlan {
 
     /** The headers a planned message carries: the given ones plus {@code message-id}. */
     static Map<String, String> headers(Map<String, String> extra, Planned message) {
-        Map<String, String> headers = new java.util.LinkedHashMap<>(extra);
+        Map<String, String> headers = new LinkedHashMap<>(extra);
         headers.put("message-id", message.id());
         return headers;
     }

@@ -8,6 +8,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.nio.channels.UnresolvedAddressException;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -43,24 +44,49 @@ final class OpsServer implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
+    private volatile boolean served;
 
     private OpsServer(HttpServer server, ExecutorService executor) {
         this.server = server;
         this.executor = executor;
     }
 
-    static OpsServer start(String host, int port, IdemRuntime runtime, PrometheusMeterRegistry registry) {
-        return start(host, port, runtime::health, registry::scrape);
+    static OpsServer start(String host, int port, Supplier<IdemRuntime.Health> health, Supplier<String> metrics) {
+        return bind(host, port).serve(health, metrics);
     }
 
-    static OpsServer start(String host, int port, Supplier<IdemRuntime.Health> health, Supplier<String> metrics) {
+    /**
+     * Takes the port, serving nothing yet: connections wait in the backlog until {@link #serve}. {@code idem run}
+     * binds before any pipeline starts, so a port in use stops it before anything is consumed.
+     *
+     * @throws Main.CommandFailed naming {@code host:port} and why it cannot be bound
+     */
+    static OpsServer bind(String host, int port) {
         HttpServer server;
         try {
             server = HttpServer.create(new InetSocketAddress(host, port), 16);
-        } catch (IOException e) {
-            throw new Main.CommandFailed("Cannot serve health and metrics on " + host + ":" + port + " (" + e.getMessage()
-                    + "). Pick another runtime.http.port, or set runtime.http.enabled: false");
+        } catch (IOException | IllegalArgumentException e) {
+            String why = e instanceof UnresolvedAddressException ? "the host does not resolve"
+                    : e.getMessage() != null ? e.getMessage() : e.toString();
+            throw new Main.CommandFailed("Cannot serve health and metrics on " + host + ":" + port + " (" + why
+                    + "). Pick another runtime.http.port or runtime.http.host, or set runtime.http.enabled: false");
         }
+        AtomicInteger count = new AtomicInteger();
+        ExecutorService executor = Executors.newFixedThreadPool(THREADS, r -> {
+            Thread t = new Thread(r, "idem-http-" + count.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+        server.setExecutor(executor);
+        return new OpsServer(server, executor);
+    }
+
+    /** Starts answering on the bound port. */
+    OpsServer serve(IdemRuntime runtime, PrometheusMeterRegistry registry) {
+        return serve(runtime::health, registry::scrape);
+    }
+
+    OpsServer serve(Supplier<IdemRuntime.Health> health, Supplier<String> metrics) {
         serve(server, "/health/live", exchange -> respond(exchange, 200, "text/plain", "UP\n"));
         serve(server, "/health/ready", exchange -> {
             IdemRuntime.Health h = health.get();
@@ -71,17 +97,11 @@ final class OpsServer implements AutoCloseable {
             respond(exchange, h.ready() ? 200 : 503, "text/plain", body.toString());
         });
         serve(server, "/metrics", exchange -> respond(exchange, 200, "text/plain; version=0.0.4", metrics.get()));
-        AtomicInteger count = new AtomicInteger();
-        ExecutorService executor = Executors.newFixedThreadPool(THREADS, r -> {
-            Thread t = new Thread(r, "idem-http-" + count.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
-        server.setExecutor(executor);
         server.start();
-        log.info("Health and metrics on http://{}:{}/ (/health/live, /health/ready, /metrics)", host,
-                server.getAddress().getPort());
-        return new OpsServer(server, executor);
+        served = true;
+        log.info("Health and metrics on http://{}:{}/ (/health/live, /health/ready, /metrics)",
+                server.getAddress().getHostString(), server.getAddress().getPort());
+        return this;
     }
 
     /** Serves {@code path} exactly (the JDK matches contexts by prefix) and only for GET and HEAD. */
@@ -126,6 +146,11 @@ final class OpsServer implements AutoCloseable {
 
     @Override
     public void close() {
+        if (!served) {
+            // The JDK's server releases its port from its dispatcher thread (a channel registered with a selector
+            // is closed by the selector's next select), so a server bound and never started must start to stop.
+            server.start();
+        }
         server.stop(0);
         executor.shutdownNow();
     }

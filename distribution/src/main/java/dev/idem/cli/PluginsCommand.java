@@ -23,15 +23,14 @@ final class PluginsCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (Setup setup = Setup.open(Home.detect(), common.config, false)) {
-            List<PluginDescriptor> plugins = setup.plugins().plugins();
-            String format = "%-15s %-13s %-16s %s%n";
-            out.printf(format, "KIND", "ID", "VERSION", "LOCATION");
-            for (PluginDescriptor p : plugins) {
-                out.printf(format, p.kind().label(), p.id(), p.version(), setup.home.show(p.location()));
-            }
-            out.flush();
-            return Main.OK;
+        Setup setup = Setup.open(Home.detect(), common.config, false);
+        List<PluginDescriptor> plugins = setup.plugins().plugins();
+        String format = "%-15s %-13s %-16s %s%n";
+        out.printf(format, "KIND", "ID", "VERSION", "LOCATION");
+        for (PluginDescriptor p : plugins) {
+            out.printf(format, p.kind().label(), p.id(), p.version(), setup.home.show(p.location()));
         }
+        out.flush();
+        return Main.OK;
     }
 }

@@ -2,16 +2,18 @@ package dev.idem.cli;
 
 import dev.idem.runtime.config.IdemConfig;
 import dev.idem.runtime.config.PipelineConfig;
-import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
-import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.OutboundMessage;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,6 +38,8 @@ import picocli.CommandLine.Spec;
         description = {"Sends messages to the configured broker, each confirmed before it counts.",
                 "Templates (--id, --key, --payload, file lines) may use {n}, the message's number, and {id}."})
 final class PublishCommand implements Callable<Integer> {
+
+    static final int MAX_THREADS = 256;
 
     static final String DEFAULT_PAYLOAD = "{\"orderId\":\"order-{n}\",\"event\":\"paid\",\"amount\":\"10.00\"}";
 
@@ -73,7 +77,7 @@ final class PublishCommand implements Callable<Integer> {
     Path file;
 
     @Option(names = "--threads", paramLabel = "N", defaultValue = "1",
-            description = "Publishing threads; order is kept only with 1 (default: 1).")
+            description = "Publishing threads, from 1 to " + MAX_THREADS + "; order is kept only with 1 (default: 1).")
     int threads;
 
     @Option(names = "--seed", paramLabel = "N", defaultValue = "42", description = "Seed for placing the duplicates.")
@@ -82,23 +86,22 @@ final class PublishCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
+        if (threads < 1 || threads > MAX_THREADS) {
+            throw new Main.UsageError("--threads must be from 1 to " + MAX_THREADS + ": " + threads);
+        }
         List<String> templates = templates();
-        try (Setup setup = common.open()) {
-            PluginRegistry registry = setup.plugins();
-            IdemConfig config = setup.config(registry);
-            String to = destination != null ? destination : onlySource(config);
-            List<MessagePlan.Planned> plan = MessagePlan.checked(spec,
-                    () -> MessagePlan.plan(count, duplicates, id, templates, key, seed));
-            BrokerAdapterProvider provider = registry.broker(config.broker().type());
-            try (BrokerAdapter broker = PluginContext.call(provider, () -> provider.create(config.broker().config()))) {
-                long started = System.nanoTime();
-                publish(broker, to, plan, new Progress(spec.commandLine().getErr(), plan.size()));
-                double seconds = (System.nanoTime() - started) / 1e9;
-                long repeats = plan.stream().filter(MessagePlan.Planned::repeat).count();
-                out.printf("Published %,d message(s) to '%s' (%,d unique IDs, %,d repeats) in %.1fs (%,.0f msg/s)%n",
-                        plan.size(), to, plan.size() - repeats, repeats, seconds, plan.size() / Math.max(seconds, 1e-9));
-                out.flush();
-            }
+        MessagePlan plan = MessagePlan.checked(() -> MessagePlan.plan(count, duplicates, id, templates, key, seed));
+        Setup setup = common.open();
+        PluginRegistry registry = setup.plugins();
+        IdemConfig config = setup.config(registry);
+        String to = destination != null ? destination : onlySource(config);
+        try (BrokerAdapter broker = registry.createBroker(config.broker().type(), config.broker().config())) {
+            long started = System.nanoTime();
+            publish(broker, to, plan, new Progress(spec.commandLine().getErr(), plan.size()));
+            double seconds = (System.nanoTime() - started) / 1e9;
+            out.printf("Published %,d message(s) to '%s' (%,d unique IDs, %,d repeats) in %.1fs (%,.0f msg/s)%n",
+                    plan.size(), to, plan.unique(), plan.repeats(), seconds, plan.size() / Math.max(seconds, 1e-9));
+            out.flush();
         }
         return Main.OK;
     }
@@ -106,39 +109,63 @@ final class PublishCommand implements Callable<Integer> {
     static String onlySource(IdemConfig config) {
         List<String> sources = config.pipelines().values().stream().map(PipelineConfig::source).distinct().toList();
         if (sources.size() != 1) {
-            throw new Main.CommandFailed("Say where to publish with --to DESTINATION; the configured pipelines consume "
+            throw new Main.UsageError("Say where to publish with --to DESTINATION; the configured pipelines consume "
                     + sources);
         }
         return sources.get(0);
     }
 
-    private List<String> templates() throws IOException {
+    private List<String> templates() {
         if (file != null && payload != null) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "Give --payload or --file, not both");
+            throw new Main.UsageError("Give --payload or --file, not both");
         }
         if (file != null) {
-            List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8).stream()
-                    .filter(l -> !l.isBlank()).toList();
+            List<String> lines = readLines(file).stream().filter(l -> !l.isBlank()).toList();
             if (lines.isEmpty()) {
-                throw new Main.CommandFailed("--file " + file + " holds no non-blank line to send");
+                throw new Main.UsageError("--file " + file + " holds no non-blank line to send");
             }
             return lines;
         }
         return List.of(payload != null ? payload : DEFAULT_PAYLOAD);
     }
 
-    private void publish(BrokerAdapter broker, String to, List<MessagePlan.Planned> plan, Progress progress)
+    /** The lines of a UTF-8 file; whatever keeps it from being read is a usage error that says what it is. */
+    static List<String> readLines(Path file) {
+        if (Files.isDirectory(file)) {
+            throw new Main.UsageError("--file " + file + " is a folder; name a UTF-8 text file of payload templates,"
+                    + " one per line");
+        }
+        try {
+            return Files.readAllLines(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new Main.UsageError("--file " + file + " does not exist");
+        } catch (CharacterCodingException e) {
+            throw new Main.UsageError("--file " + file + " is not UTF-8 text; save it as UTF-8 (payload templates,"
+                    + " one per line)");
+        } catch (AccessDeniedException e) {
+            throw new Main.UsageError("--file " + file + " cannot be read: permission denied");
+        } catch (IOException e) {
+            throw new Main.UsageError("--file " + file + " cannot be read: " + e.getMessage());
+        }
+    }
+
+    private void publish(BrokerAdapter broker, String to, MessagePlan plan, Progress progress)
             throws InterruptedException, ExecutionException {
-        AtomicInteger next = new AtomicInteger();
+        Iterator<MessagePlan.Planned> next = plan.iterator();
         Callable<Void> worker = () -> {
-            for (int i = next.getAndIncrement(); i < plan.size(); i = next.getAndIncrement()) {
-                MessagePlan.Planned m = plan.get(i);
+            while (true) {
+                MessagePlan.Planned m;
+                synchronized (next) {
+                    if (!next.hasNext()) {
+                        return null;
+                    }
+                    m = next.next();
+                }
                 broker.publish(to, new OutboundMessage(m.id(), m.key(), MessagePlan.headers(headers, m), m.payload()));
                 progress.sent();
             }
-            return null;
         };
-        if (threads <= 1) {
+        if (threads == 1) {
             try {
                 worker.call();
             } catch (RuntimeException | InterruptedException | ExecutionException e) {

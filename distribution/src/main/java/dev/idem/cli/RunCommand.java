@@ -5,6 +5,7 @@ import dev.idem.runtime.config.RuntimeSettings;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -29,16 +30,25 @@ final class RunCommand implements Callable<Integer> {
     public Integer call() throws InterruptedException {
         Setup setup = common.open();
         PrometheusMeterRegistry registry = Metrics.prometheus();
-        IdemRuntime runtime = setup.builder().meterRegistry(registry).start();
-        RuntimeSettings settings = runtime.config().runtime();
-        OpsServer ops;
+        AtomicReference<OpsServer> bound = new AtomicReference<>();
+        IdemRuntime runtime;
         try {
-            ops = settings.http().enabled()
-                    ? OpsServer.start(settings.http().host(), settings.http().port(), runtime, registry) : null;
+            // The port is taken before the store and the broker are contacted: one in use stops the start
+            // before any pipeline consumes, instead of after.
+            runtime = setup.builder().meterRegistry(registry).beforeConnect(config -> {
+                RuntimeSettings.Http http = config.runtime().http();
+                if (http.enabled()) {
+                    bound.set(OpsServer.bind(http.host(), http.port()));
+                }
+            }).start();
         } catch (RuntimeException e) {
-            runtime.close();
+            if (bound.get() != null) {
+                bound.get().close();
+            }
             throw e;
         }
+        RuntimeSettings settings = runtime.config().runtime();
+        OpsServer ops = bound.get() == null ? null : bound.get().serve(runtime, registry);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             log.info("Stopping: finishing in-flight messages (at most {})", settings.shutdownTimeout());
@@ -46,7 +56,6 @@ final class RunCommand implements Callable<Integer> {
             if (ops != null) {
                 ops.close();
             }
-            setup.close();
             log.info(drained ? "Stopped; every in-flight message finished"
                     : "Stopped; unfinished messages were released and handed back to the broker");
             stopped.countDown();

@@ -6,7 +6,7 @@ import dev.idem.runtime.config.IdemConfig;
 import dev.idem.runtime.plugin.IsolatedClassLoader;
 import dev.idem.runtime.plugin.PluginDirectories;
 import dev.idem.runtime.plugin.PluginRegistry;
-import java.io.IOException;
+import dev.idem.spi.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,9 +17,14 @@ import java.util.Map;
 /**
  * What every command starts from: the configuration file, one isolated class loader per plugin folder
  * and per handler JAR, and the environment {@code ${VAR}} resolves against ({@code IDEM_HOME} included).
- * Closing it closes the loaders.
+ *
+ * <p>The loaders stay open until the JVM exits; nothing closes them. A command is one process, and closing
+ * a loader only releases JAR handles the exit releases anyway, while closing it early breaks plugin code that
+ * still runs after the command is done with the plugin: client threads that outlive the plugin's
+ * {@code close()} (RabbitMQ's connection thread after a handshake timeout) and exceptions whose messages are
+ * built when printed (Jdbi's), both failing with {@code NoClassDefFoundError} once their JARs are closed.
  */
-final class Setup implements AutoCloseable {
+final class Setup {
 
     final Home home;
     final Path configFile;
@@ -38,7 +43,7 @@ final class Setup implements AutoCloseable {
 
     /**
      * @param config the file the user named, or null for {@code conf/idem.yaml} under the home
-     * @throws dev.idem.spi.ConfigException if the file does not exist
+     * @throws ConfigException if the file does not exist or is not a regular file (a folder, a pipe)
      * @throws dev.idem.spi.PluginException naming every unreadable plugin or handler JAR
      */
     static Setup open(Home home, Path config) {
@@ -49,8 +54,7 @@ final class Setup implements AutoCloseable {
     static Setup open(Home home, Path config, boolean configRequired) {
         Path file = config != null ? config.toAbsolutePath().normalize() : home.defaultConfig();
         if (configRequired && !Files.isRegularFile(file)) {
-            throw new dev.idem.spi.ConfigException("Configuration file " + file + " does not exist. Pass --config FILE,"
-                    + " or run from an installation whose conf/idem.yaml exists");
+            throw new ConfigException(notAFile(file));
         }
         Map<String, String> env = new HashMap<>(System.getenv());
         env.putIfAbsent("IDEM_HOME", home.root().toString());
@@ -58,6 +62,20 @@ final class Setup implements AutoCloseable {
         List<IsolatedClassLoader> plugins = PluginDirectories.plugins(home.plugins(), parent);
         List<IsolatedClassLoader> handlers = PluginDirectories.handlers(home.handlers(), parent);
         return new Setup(home, file, Map.copyOf(env), plugins, handlers);
+    }
+
+    /** Why {@code file} cannot be read as the configuration: what it is instead of a regular file. */
+    private static String notAFile(Path file) {
+        if (Files.isDirectory(file)) {
+            return "Configuration file " + file + " is a folder, not a file. Pass --config FILE naming the YAML file"
+                    + (Files.isRegularFile(file.resolve("idem.yaml")) ? ", such as " + file.resolve("idem.yaml") : "");
+        }
+        if (Files.exists(file)) {
+            return "Configuration file " + file + " is not a regular file (a pipe, a socket or a device), which idem"
+                    + " does not read. Pass --config FILE naming the YAML file";
+        }
+        return "Configuration file " + file + " does not exist. Pass --config FILE, or run from an installation whose"
+                + " conf/idem.yaml exists";
     }
 
     /** The runtime's own loader (built-in ID extractors) and each plugin folder's. */
@@ -80,19 +98,5 @@ final class Setup implements AutoCloseable {
     Idem.Builder builder() {
         return Idem.builder().configFile(configFile).env(env).pluginLoaders(pluginLoaders())
                 .handlerLoaders(handlerLoaders.isEmpty() ? List.of(Setup.class.getClassLoader()) : handlerLoaders);
-    }
-
-
-    @Override
-    public void close() {
-        List<IsolatedClassLoader> all = new ArrayList<>(handlerLoaders);
-        all.addAll(pluginLoaders);
-        for (IsolatedClassLoader loader : all) {
-            try {
-                loader.close();
-            } catch (IOException ignored) {
-                // The process is ending; an unclosed JAR handle is harmless.
-            }
-        }
     }
 }

@@ -2,10 +2,15 @@ package dev.idem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
@@ -16,9 +21,12 @@ class MessagePlanTest {
 
     @Test
     void aFifthOfTenThousandRepeatAnotherMessagesIdAndPayload() {
-        List<MessagePlan.Planned> plan = MessagePlan.plan(10_000, 20, "msg-", ORDER, "order-{n}", 42);
+        MessagePlan plan = MessagePlan.plan(10_000, 20, "msg-", ORDER, "order-{n}", 42);
 
         assertThat(plan).hasSize(10_000);
+        assertThat(plan.size()).isEqualTo(10_000);
+        assertThat(plan.unique()).isEqualTo(8_000);
+        assertThat(plan.repeats()).isEqualTo(2_000);
         Map<String, List<MessagePlan.Planned>> byId = plan.stream()
                 .collect(Collectors.groupingBy(MessagePlan.Planned::id));
         assertThat(byId).hasSize(8_000).containsKeys("msg-1", "msg-8000");
@@ -31,6 +39,41 @@ class MessagePlanTest {
         }
         assertThat(new String(byId.get("msg-7").get(0).payload(), StandardCharsets.UTF_8))
                 .isEqualTo("{\"orderId\":\"order-7\",\"id\":\"msg-7\"}");
+    }
+
+    @Test
+    void everyRepeatComesAfterItsOriginalAndRepeatsSpreadOverTheWholeRun() {
+        List<MessagePlan.Planned> sent = MessagePlan.plan(10_000, 20, "msg-", ORDER, null, 42).stream().toList();
+
+        Set<String> seen = new HashSet<>();
+        for (MessagePlan.Planned m : sent) {
+            assertThat(seen.add(m.id())).as(m.id()).isNotEqualTo(m.repeat());
+        }
+        assertThat(sent.subList(0, 5_000).stream().filter(MessagePlan.Planned::repeat).count()).isBetween(700L, 1_300L);
+        assertThat(sent.subList(5_000, 10_000).stream().filter(MessagePlan.Planned::repeat).count())
+                .isBetween(700L, 1_300L);
+    }
+
+    @Test
+    void theLargestPlanIsMadeAsItIsTakenSoTakingTheFirstTenCostsNothing() {
+        assertTimeoutPreemptively(Duration.ofSeconds(10), () -> {
+            MessagePlan plan = MessagePlan.plan(Integer.MAX_VALUE, 100, "m-", ORDER, null, 1);
+
+            assertThat(plan.size()).isEqualTo(Integer.MAX_VALUE);
+            assertThat(plan.unique()).isEqualTo(1);
+            assertThat(plan.repeats()).isEqualTo(Integer.MAX_VALUE - 1);
+            assertThat(plan.stream().limit(10)).extracting(MessagePlan.Planned::id, MessagePlan.Planned::repeat)
+                    .containsExactly(tuple("m-1", false), tuple("m-1", true), tuple("m-1", true), tuple("m-1", true),
+                            tuple("m-1", true), tuple("m-1", true), tuple("m-1", true), tuple("m-1", true),
+                            tuple("m-1", true), tuple("m-1", true));
+        });
+    }
+
+    @Test
+    void eachIterationYieldsTheSameMessages() {
+        MessagePlan plan = MessagePlan.plan(500, 40, "m-", ORDER, null, 3);
+        assertThat(plan.stream().map(MessagePlan.Planned::id).toList())
+                .isEqualTo(plan.stream().map(MessagePlan.Planned::id).toList());
     }
 
     @Test

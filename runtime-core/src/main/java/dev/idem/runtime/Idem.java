@@ -1,6 +1,7 @@
 package dev.idem.runtime;
 
 import dev.idem.api.MessageHandler;
+import dev.idem.runtime.config.IdemConfig;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DedupStore;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -10,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
 /**
@@ -54,6 +56,7 @@ public final class Idem {
         LongSupplier storeTicker = System::nanoTime;
         LongSupplier ticker = System::nanoTime;
         OutcomeListener outcomeListener;
+        Consumer<IdemConfig> beforeConnect;
 
         private Builder() {
         }
@@ -96,7 +99,12 @@ public final class Idem {
             return this;
         }
 
-        /** Where plugins are discovered; the runtime's own class loader by default. */
+        /**
+         * Where plugins are discovered; the runtime's own class loader by default. The adapter and store the
+         * runtime creates run every call in their plugin's loader (see {@link dev.idem.runtime.plugin.PluginContext}).
+         * Keep a loader open for as long as code from it may run: after the runtime stopped, a client library's
+         * threads may still be ending, and a plugin's exception may build its message when it is printed.
+         */
         public Builder pluginLoaders(List<ClassLoader> loaders) {
             this.pluginLoaders = new ArrayList<>(loaders);
             return this;
@@ -125,6 +133,17 @@ public final class Idem {
         /** Told of every message outcome; none by default. */
         public Builder outcomeListener(OutcomeListener listener) {
             this.outcomeListener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /**
+         * Runs once the configuration is validated and the handlers are created, before the store and the broker
+         * are contacted and before any pipeline starts; whatever it throws aborts {@link #start()} (the handlers
+         * made are closed) and is rethrown. {@code idem run} binds its health port here, so a port in use fails
+         * the start before anything consumes. Not called by {@link #validate()}.
+         */
+        public Builder beforeConnect(Consumer<IdemConfig> action) {
+            this.beforeConnect = Objects.requireNonNull(action, "action");
             return this;
         }
 

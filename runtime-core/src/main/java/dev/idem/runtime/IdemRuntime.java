@@ -12,13 +12,15 @@ import dev.idem.runtime.plugin.IsolatedClassLoader;
 import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
-import dev.idem.spi.BrokerAdapterProvider;
+import dev.idem.runtime.config.RuntimeConfigSpecs;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.DedupStore;
-import dev.idem.spi.DedupStoreProvider;
 import dev.idem.spi.IdExtractor;
-import dev.idem.spi.IdExtractorProvider;
+import dev.idem.spi.PluginConfig;
+import dev.idem.spi.Secret;
 import dev.idem.spi.StoreContext;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -32,9 +34,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SortedSet;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -98,7 +103,7 @@ public final class IdemRuntime implements AutoCloseable {
         for (PipelineConfig p : config.pipelines().values()) {
             MessageHandler h = b.handlers.get(p.name());
             if (h == null) {
-                h = instantiateHandler(p, b.handlerLoaders, problems);
+                h = instantiateHandler(p, b.handlerLoaders, config.runtime().handlerCreateTimeout(), problems);
             }
             if (h != null) {
                 handlers.put(p.name(), h);
@@ -134,16 +139,17 @@ public final class IdemRuntime implements AutoCloseable {
         });
         List<Pipeline> started = new ArrayList<>();
         try {
+            if (b.beforeConnect != null) {
+                b.beforeConnect.accept(config);
+            }
             if (ownsStore) {
-                DedupStoreProvider provider = registry.store(config.store().type());
-                store = PluginContext.call(provider,
-                        () -> provider.create(config.store().config(), new StoreContext(b.storeTicker)));
+                store = registry.createStore(config.store().type(), config.store().config(),
+                        new StoreContext(b.storeTicker));
             }
             broker = b.brokers.get(config.broker().type());
             ownsBroker = broker == null;
             if (ownsBroker) {
-                BrokerAdapterProvider provider = registry.broker(config.broker().type());
-                broker = PluginContext.call(provider, () -> provider.create(config.broker().config()));
+                broker = registry.createBroker(config.broker().type(), config.broker().config());
             }
             for (PipelineConfig p : config.pipelines().values()) {
                 Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store,
@@ -180,8 +186,7 @@ public final class IdemRuntime implements AutoCloseable {
     private static List<IdExtractor> extractors(PluginRegistry registry, List<PluginSection> sections) {
         List<IdExtractor> chain = new ArrayList<>();
         for (PluginSection section : sections) {
-            IdExtractorProvider provider = registry.idExtractor(section.type());
-            chain.add(PluginContext.call(provider, () -> provider.create(section.config())));
+            chain.add(registry.createIdExtractor(section.type(), section.config()));
         }
         return chain;
     }
@@ -199,6 +204,14 @@ public final class IdemRuntime implements AutoCloseable {
             }
 
             @Override
+            public List<ConfigProblem> validate(Kind kind, String id, PluginConfig config) {
+                boolean given = (kind == Kind.BROKER && b.brokers.containsKey(id))
+                        || (kind == Kind.STORE && b.stores.containsKey(id));
+                // A given instance is used as it is: its provider's create, which validate guards, never runs.
+                return given ? List.of() : registry.validate(kind, id, config);
+            }
+
+            @Override
             public SortedSet<String> ids(Kind kind) {
                 SortedSet<String> ids = new TreeSet<>(registry.ids(kind));
                 if (kind == Kind.BROKER) {
@@ -211,7 +224,7 @@ public final class IdemRuntime implements AutoCloseable {
         };
     }
 
-    private static MessageHandler instantiateHandler(PipelineConfig p, List<ClassLoader> loaders,
+    private static MessageHandler instantiateHandler(PipelineConfig p, List<ClassLoader> loaders, Duration timeout,
             List<String> problems) {
         String path = "pipelines." + p.name() + ".handler";
         if (p.handler() == null) {
@@ -255,21 +268,74 @@ public final class IdemRuntime implements AutoCloseable {
             problems.add("Handler class '" + where + " must be public and not abstract");
             return null;
         }
-        ClassLoader previous = Thread.currentThread().getContextClassLoader();
-        Thread.currentThread().setContextClassLoader(type.getClassLoader());
+        Constructor<?> constructor;
         try {
-            Constructor<?> constructor = type.getConstructor();
-            return (MessageHandler) constructor.newInstance();
+            constructor = type.getConstructor();
         } catch (NoSuchMethodException e) {
             problems.add("Handler class '" + where + " has no public no-arg constructor");
-        } catch (InvocationTargetException e) {
-            problems.add("Handler class '" + where + " threw from its constructor: " + e.getCause());
-        } catch (ReflectiveOperationException | LinkageError e) {
+            return null;
+        } catch (LinkageError e) {
             problems.add("Handler class '" + where + " could not be created: " + e);
-        } finally {
-            Thread.currentThread().setContextClassLoader(previous);
+            return null;
+        }
+        return construct(p, constructor, where, timeout, problems);
+    }
+
+    /**
+     * Runs the handler's constructor on a thread of its own, in the handler's class loader, and waits at most
+     * {@code timeout}: a constructor that blocks (on a service that does not answer) must not hang
+     * {@code idem check} or a start. A constructor still running then is interrupted and left behind on its
+     * daemon thread; the Java platform offers no way to stop it.
+     */
+    private static MessageHandler construct(PipelineConfig p, Constructor<?> constructor, String where,
+            Duration timeout, List<String> problems) {
+        FutureTask<Object> creation = new FutureTask<>(constructor::newInstance);
+        Thread thread = new Thread(creation, "idem-handler-create-" + p.name());
+        thread.setDaemon(true);
+        thread.setContextClassLoader(constructor.getDeclaringClass().getClassLoader());
+        thread.start();
+        try {
+            return (MessageHandler) creation.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            String stuckAt = stuckAt(thread);
+            creation.cancel(true);
+            problems.add("Handler class '" + where + " was not created within " + ConfigKey.formatDuration(timeout)
+                    + " (runtime." + RuntimeConfigSpecs.HANDLER_CREATE_TIMEOUT.name() + "): its constructor "
+                    + (stuckAt == null ? "did not return" : "was still running at " + stuckAt) + ". A constructor"
+                    + " should not wait for a service; connect lazily or in the background, or raise runtime."
+                    + RuntimeConfigSpecs.HANDLER_CREATE_TIMEOUT.name());
+        } catch (ExecutionException e) {
+            Throwable failure = e.getCause();
+            if (failure instanceof InvocationTargetException thrown) {
+                problems.add("Handler class '" + where + " threw from its constructor: " + thrown.getCause());
+            } else {
+                problems.add("Handler class '" + where + " could not be created: " + failure);
+            }
+        } catch (InterruptedException e) {
+            creation.cancel(true);
+            Thread.currentThread().interrupt();
+            problems.add("Handler class '" + where + " was not created: interrupted while its constructor ran");
         }
         return null;
+    }
+
+    /** The first frame of the handler's own code (not the JDK's) where {@code thread} runs, or null. */
+    private static String stuckAt(Thread thread) {
+        StackTraceElement[] frames = thread.getStackTrace();
+        for (StackTraceElement frame : frames) {
+            String c = frame.getClassName();
+            if (!(c.startsWith("java.") || c.startsWith("javax.") || c.startsWith("jdk.") || c.startsWith("sun."))) {
+                return show(frame);
+            }
+        }
+        return frames.length == 0 ? null : show(frames[0]);
+    }
+
+    /** {@code com.example.Handler.<init>(Handler.java:12)}, without the class loader and module prefixes. */
+    private static String show(StackTraceElement frame) {
+        String source = frame.getFileName() == null ? "unknown source"
+                : frame.getFileName() + (frame.getLineNumber() > 0 ? ":" + frame.getLineNumber() : "");
+        return frame.getClassName() + "." + frame.getMethodName() + "(" + source + ")";
     }
 
     private static String locationOf(ClassLoader loader) {
@@ -310,7 +376,11 @@ public final class IdemRuntime implements AutoCloseable {
             checks.put(name, "up");
             return true;
         } catch (RuntimeException e) {
-            checks.put(name, "down: " + e.getMessage());
+            checks.put(name, "down: " + Secret.maskCredentials(String.valueOf(e.getMessage())));
+            return false;
+        } catch (LinkageError e) {
+            // A plugin whose classes cannot be linked is down, and says why, rather than failing the probe.
+            checks.put(name, "down: " + Secret.maskCredentials(e.toString()));
             return false;
         }
     }
@@ -320,7 +390,7 @@ public final class IdemRuntime implements AutoCloseable {
      *
      * @param ready whether the runtime can process messages now
      * @param checks each check by name ({@code broker}, {@code store}, {@code pipeline.<name>}) with
-     *        {@code up}, {@code running}, or what is wrong
+     *        {@code up}, {@code running}, or what is wrong (credentials in URLs masked)
      */
     public record Health(boolean ready, Map<String, String> checks) {
     }

@@ -2,6 +2,7 @@ package dev.idem.adapter.rabbitmq;
 
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -38,18 +39,20 @@ final class ClientSettings {
      *
      * @param path the map's config path, e.g. {@code broker.rabbitmq.client}
      */
-    static void apply(Map<String, String> values, ConnectionFactory factory, String path, List<String> problems) {
+    static void apply(Map<String, String> values, ConnectionFactory factory, String path,
+            List<ConfigProblem> problems) {
         for (Map.Entry<String, String> e : values.entrySet()) {
             Setting setting = SETTINGS.stream().filter(s -> s.name().equals(e.getKey())).findFirst().orElse(null);
             String where = path + "." + e.getKey();
             if (setting == null) {
-                problems.add("Unknown key " + where + ": the RabbitMQ client settings accepted here are " + ACCEPTED);
+                problems.add(new ConfigProblem(where, "Unknown key " + where + ": the RabbitMQ client settings"
+                        + " accepted here are " + ACCEPTED));
                 continue;
             }
             try {
                 setting.apply().accept(factory, parse(setting.kind(), e.getValue()));
             } catch (IllegalArgumentException ex) {
-                problems.add("Invalid value '" + e.getValue() + "' for " + where + ": " + ex.getMessage());
+                problems.add(ConfigProblem.invalid(where, e.getValue(), ex.getMessage()));
             }
         }
     }

@@ -3,9 +3,11 @@ package dev.idem.adapter.rabbitmq;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
@@ -170,10 +172,19 @@ public final class RabbitMqAdapterProvider implements BrokerAdapterProvider {
     }
 
     /**
+     * Checks the keys together without connecting: uri with host, an unknown or invalid {@code client} setting,
+     * an unreadable trust store, TLS settings with TLS off, an exchange that is not declared.
+     */
+    @Override
+    public List<ConfigProblem> validate(PluginConfig config) {
+        Objects.requireNonNull(config, "config");
+        return RabbitMqSettings.problems(config);
+    }
+
+    /**
      * Opens the consuming and publishing connections.
      *
-     * @throws dev.idem.spi.ConfigException if keys contradict each other (uri with host, an unknown or invalid
-     *         {@code client} setting, an unreadable trust store)
+     * @throws dev.idem.spi.ConfigException with what {@link #validate} reports
      * @throws dev.idem.spi.BrokerException if RabbitMQ cannot be reached (retriable) or refuses the credentials
      */
     @Override

@@ -22,6 +22,7 @@ import static dev.idem.adapter.rabbitmq.RabbitMqAdapterProvider.VIRTUAL_HOST;
 
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
 import java.io.File;
@@ -46,8 +47,22 @@ record RabbitMqSettings(ConnectionFactory factory, String endpoint, String conne
      * @throws ConfigException with every contradiction found
      */
     static RabbitMqSettings from(PluginConfig config) {
+        List<ConfigProblem> problems = new ArrayList<>();
+        RabbitMqSettings settings = build(config, problems);
+        ConfigProblem.throwIfAny(problems);
+        return settings;
+    }
+
+    /** Every contradiction {@link #from} would refuse, without connecting. */
+    static List<ConfigProblem> problems(PluginConfig config) {
+        List<ConfigProblem> problems = new ArrayList<>();
+        build(config, problems);
+        return problems;
+    }
+
+    /** The settings, or {@code null} when anything was added to {@code problems}. */
+    private static RabbitMqSettings build(PluginConfig config, List<ConfigProblem> problems) {
         String path = config.path();
-        List<String> problems = new ArrayList<>();
         ConnectionFactory factory = new ConnectionFactory();
         factory.setAutomaticRecoveryEnabled(false);
         factory.setTopologyRecoveryEnabled(false);
@@ -56,18 +71,18 @@ record RabbitMqSettings(ConnectionFactory factory, String endpoint, String conne
         if (uri != null) {
             for (var key : List.of(HOST, VIRTUAL_HOST)) {
                 if (config.get(key) != null) {
-                    problems.add(path + "." + key.name() + " is set together with " + path + ".uri: give either uri, "
-                            + "or host, port and virtual-host");
+                    problems.add(new ConfigProblem(path + "." + key.name(), path + "." + key.name() + " is set together"
+                            + " with " + path + ".uri: give either uri, or host, port and virtual-host"));
                 }
             }
             if (config.get(PORT) != null) {
-                problems.add(path + ".port is set together with " + path + ".uri: give either uri, or host, port and "
-                        + "virtual-host");
+                problems.add(new ConfigProblem(path + ".port", path + ".port is set together with " + path + ".uri:"
+                        + " give either uri, or host, port and virtual-host"));
             }
             try {
                 factory.setUri(uri);
             } catch (Exception e) {
-                problems.add("Invalid value '" + masked(uri) + "' for " + path + ".uri: " + e.getMessage());
+                problems.add(ConfigProblem.invalid(path + ".uri", masked(uri), e.getMessage()));
             }
             tls |= uri.startsWith("amqps://");
         } else {
@@ -84,16 +99,16 @@ record RabbitMqSettings(ConnectionFactory factory, String endpoint, String conne
         if (tls) {
             tls(config, factory, problems);
         } else if (config.get(TLS_TRUSTSTORE) != null) {
-            problems.add(path + ".tls.truststore is set but TLS is off: set " + path + ".tls.enabled: true or use an "
-                    + "amqps:// uri");
+            problems.add(new ConfigProblem(path + ".tls.truststore", path + ".tls.truststore is set but TLS is off:"
+                    + " set " + path + ".tls.enabled: true or use an amqps:// uri"));
         }
         ClientSettings.apply(config.get(CLIENT), factory, path + "." + CLIENT.name(), problems);
         if (config.get(EXCHANGE) != null && !config.get(DECLARE)) {
-            problems.add(path + ".exchange is set but " + path + ".declare is false: the binding is only declared "
-                    + "with declare: true");
+            problems.add(new ConfigProblem(path + ".exchange", path + ".exchange is set but " + path + ".declare is"
+                    + " false: the binding is only declared with declare: true"));
         }
         if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
+            return null;
         }
         String endpoint = (tls ? "amqps://" : "amqp://") + factory.getHost() + ":" + factory.getPort()
                 + " (virtual host '" + factory.getVirtualHost() + "')";
@@ -110,7 +125,7 @@ record RabbitMqSettings(ConnectionFactory factory, String endpoint, String conne
         return Math.max(1, Math.min(65_535, maxInFlight / consumers));
     }
 
-    private static void tls(PluginConfig config, ConnectionFactory factory, List<String> problems) {
+    private static void tls(PluginConfig config, ConnectionFactory factory, List<ConfigProblem> problems) {
         String path = config.path();
         String truststore = config.get(TLS_TRUSTSTORE);
         try {
@@ -120,8 +135,8 @@ record RabbitMqSettings(ConnectionFactory factory, String endpoint, String conne
             } else {
                 File file = new File(truststore);
                 if (!file.canRead()) {
-                    problems.add("Invalid value '" + truststore + "' for " + path + ".tls.truststore: must be a "
-                            + "readable PKCS12 or JKS file");
+                    problems.add(ConfigProblem.invalid(path + ".tls.truststore", truststore,
+                            "must be a readable PKCS12 or JKS file"));
                     return;
                 }
                 Secret password = config.get(TLS_TRUSTSTORE_PASSWORD);
@@ -135,8 +150,8 @@ record RabbitMqSettings(ConnectionFactory factory, String endpoint, String conne
                 factory.enableHostnameVerification();
             }
         } catch (Exception e) {
-            problems.add("Invalid value '" + truststore + "' for " + path + ".tls.truststore: could not be loaded ("
-                    + e.getMessage() + "); check tls.truststore-password");
+            problems.add(ConfigProblem.invalid(path + ".tls.truststore", String.valueOf(truststore),
+                    "could not be loaded (" + e.getMessage() + "); check tls.truststore-password"));
         }
     }
 

@@ -2,10 +2,12 @@ package dev.idem.adapter.rabbitmq;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 
 import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.testkit.TestPluginConfig;
 import java.util.Map;
 import java.util.ServiceLoader;
@@ -81,6 +83,24 @@ class RabbitMqConfigTest {
                                 + "or use an amqps:// uri",
                         "broker.rabbitmq.exchange is set but broker.rabbitmq.declare is false: the binding is only "
                                 + "declared with declare: true"));
+    }
+
+    @Test
+    void validateReportsWhatCreateWouldRefuseWithEachPathWithoutConnecting() {
+        // Nothing listens on port 1: a validate that connected would fail differently.
+        TestPluginConfig config = defaults().with("port", 1)
+                .with("client", Map.of("heartbeat", "10", "handshake-timeout", "-1s"));
+
+        assertThat(new RabbitMqAdapterProvider().validate(config)).extracting(ConfigProblem::path, ConfigProblem::message)
+                .containsExactlyInAnyOrder(
+                        tuple("broker.rabbitmq.client.heartbeat", "Unknown key broker.rabbitmq.client.heartbeat: the"
+                                + " RabbitMQ client settings accepted here are [requested-heartbeat, connection-timeout,"
+                                + " handshake-timeout, shutdown-timeout, channel-rpc-timeout, requested-channel-max,"
+                                + " requested-frame-max]"),
+                        tuple("broker.rabbitmq.client.handshake-timeout", "Invalid value '-1s' for"
+                                + " broker.rabbitmq.client.handshake-timeout: must not be negative"));
+        assertThat(new RabbitMqAdapterProvider().validate(defaults().with("port", 1)
+                .with("client", Map.of("requested-heartbeat", "10s")))).isEmpty();
     }
 
     @Test

@@ -10,6 +10,10 @@ import dev.idem.runtime.config.PluginSpecs.Kind;
 import dev.idem.spi.ConfigException;
 import java.io.IOException;
 import java.io.StringReader;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.UnknownHostException;
 import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -109,13 +113,54 @@ public final class ConfigLoader {
         Map<String, PipelineConfig> pipelines =
                 new PipelineBinder(validator, selector, problems).bindAll(top.get(PIPELINES), PIPELINES);
         SectionConfig runtime = validator.validate(top.get(RUNTIME), RUNTIME, RuntimeConfigSpecs.RUNTIME);
+        if (runtime != null) {
+            checkHttpHost(runtime, problems);
+        }
 
         problems.throwIfAny();
         return new IdemConfig(broker, store, pipelines,
                 new RuntimeSettings(runtime.get(RuntimeConfigSpecs.SHUTDOWN_TIMEOUT),
                         runtime.get(RuntimeConfigSpecs.SUMMARY_INTERVAL),
+                        runtime.get(RuntimeConfigSpecs.HANDLER_CREATE_TIMEOUT),
                         new RuntimeSettings.Http(runtime.get(RuntimeConfigSpecs.HTTP_ENABLED),
                                 runtime.get(RuntimeConfigSpecs.HTTP_HOST), runtime.get(RuntimeConfigSpecs.HTTP_PORT))));
+    }
+
+    /**
+     * The health port's address must be one this machine can bind, or {@code idem run} would fail only after
+     * the broker and the store were contacted; {@code check} sees it here. Resolving a name may ask DNS.
+     */
+    private static void checkHttpHost(SectionConfig runtime, Problems problems) {
+        if (!runtime.get(RuntimeConfigSpecs.HTTP_ENABLED)) {
+            return;
+        }
+        String path = RUNTIME + "." + RuntimeConfigSpecs.HTTP_HOST.name();
+        String host = runtime.get(RuntimeConfigSpecs.HTTP_HOST);
+        InetAddress address;
+        try {
+            address = InetAddress.getByName(host);
+        } catch (UnknownHostException | SecurityException e) {
+            problems.invalid(path, Problems.show(host), "does not resolve to an address; give an IP address of this"
+                    + " machine such as 127.0.0.1 or 0.0.0.0 (every interface), or a name it resolves, such as"
+                    + " localhost, or set " + RUNTIME + "." + RuntimeConfigSpecs.HTTP_ENABLED.name() + ": false");
+            return;
+        }
+        if (!isLocal(address)) {
+            problems.invalid(path, Problems.show(host), "resolves to " + address.getHostAddress() + ", which is not an"
+                    + " address of this machine, so the health and metrics port cannot bind it; give 127.0.0.1,"
+                    + " 0.0.0.0 (every interface) or one of this machine's addresses");
+        }
+    }
+
+    private static boolean isLocal(InetAddress address) {
+        if (address.isAnyLocalAddress() || address.isLoopbackAddress()) {
+            return true;
+        }
+        try {
+            return NetworkInterface.getByInetAddress(address) != null;
+        } catch (SocketException e) {
+            return true; // Interfaces cannot be listed: leave the verdict to the bind at run.
+        }
     }
 
     /** The YAML as plain maps, lists and scalars, in file order; {@code null} for an empty document. */

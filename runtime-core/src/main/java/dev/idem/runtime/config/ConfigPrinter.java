@@ -45,6 +45,7 @@ public final class ConfigPrinter {
         Map<String, Object> runtime = new LinkedHashMap<>();
         runtime.put(RuntimeConfigSpecs.SHUTDOWN_TIMEOUT.name(), config.runtime().shutdownTimeout());
         runtime.put(RuntimeConfigSpecs.SUMMARY_INTERVAL.name(), config.runtime().summaryInterval());
+        runtime.put(RuntimeConfigSpecs.HANDLER_CREATE_TIMEOUT.name(), config.runtime().handlerCreateTimeout());
         runtime.put(RuntimeConfigSpecs.HTTP_ENABLED.name(), config.runtime().http().enabled());
         runtime.put(RuntimeConfigSpecs.HTTP_HOST.name(), config.runtime().http().host());
         runtime.put(RuntimeConfigSpecs.HTTP_PORT.name(), config.runtime().http().port());

@@ -156,6 +156,7 @@ final class PipelineBinder {
                 c.get(HANDLER_TIMEOUT),
                 new RetryPolicy(c.get(RETRY_MAX_ATTEMPTS), c.get(RETRY_INITIAL_BACKOFF), c.get(RETRY_MAX_BACKOFF),
                         c.get(RETRY_MULTIPLIER)),
+                new CommitPolicy(c.get(RuntimeConfigSpecs.COMMIT_LINGER), c.get(RuntimeConfigSpecs.COMMIT_BATCH_SIZE)),
                 c.get(MAX_DELIVERIES),
                 c.get(DEAD_LETTER),
                 c.get(TRANSACTIONAL));
@@ -186,6 +187,10 @@ final class PipelineBinder {
             v.put(RETRY_INITIAL_BACKOFF.name(), p.retry().initialBackoff());
             v.put(RETRY_MAX_BACKOFF.name(), p.retry().maxBackoff());
             v.put(RETRY_MULTIPLIER.name(), p.retry().multiplier());
+        }
+        if (p.commit() != null) {
+            v.put(RuntimeConfigSpecs.COMMIT_LINGER.name(), p.commit().linger());
+            v.put(RuntimeConfigSpecs.COMMIT_BATCH_SIZE.name(), p.commit().batchSize());
         }
         v.put(MAX_DELIVERIES.name(), p.maxDeliveries());
         v.put(DEAD_LETTER.name(), p.deadLetter());

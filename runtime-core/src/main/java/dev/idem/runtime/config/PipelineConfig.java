@@ -23,6 +23,7 @@ import java.util.Objects;
  * @param retention how long a completed key is remembered
  * @param handlerTimeout how long one handler run may take before it is interrupted
  * @param retry in-process retries of a failing handler
+ * @param commit how completions are batched to the store in plain mode
  * @param maxDeliveries claims of one key without completion (crashed consumers) before dead-lettering
  * @param deadLetter the dead-letter destination, or {@code null} for the adapter's default
  * @param transactional whether the key is recorded in the handler's own database transaction
@@ -44,6 +45,7 @@ public record PipelineConfig(
         Duration retention,
         Duration handlerTimeout,
         RetryPolicy retry,
+        CommitPolicy commit,
         int maxDeliveries,
         String deadLetter,
         boolean transactional) {

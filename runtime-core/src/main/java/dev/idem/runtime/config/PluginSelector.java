@@ -3,6 +3,7 @@ package dev.idem.runtime.config;
 import static dev.idem.runtime.config.RuntimeConfigSpecs.TYPE;
 
 import dev.idem.runtime.config.PluginSpecs.Kind;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -76,7 +77,7 @@ final class PluginSelector {
             return null;
         }
         SectionConfig config = validator.validate(section.get(selected.id()), path + "." + selected.id(), selected.spec());
-        return config == null ? null : new PluginSection(selected.id(), config);
+        return checkedByPlugin(kind, selected.id(), config);
     }
 
     /**
@@ -129,7 +130,22 @@ final class PluginSelector {
         Map<Object, Object> settings = new LinkedHashMap<>(entry);
         settings.remove(TYPE.name());
         SectionConfig config = validator.validate(settings, path, selected.spec());
-        return config == null ? null : new PluginSection(selected.id(), config);
+        return checkedByPlugin(kind, selected.id(), config);
+    }
+
+    /**
+     * Runs the plugin's own checks across its keys once the keys are valid, so what its {@code create} would
+     * refuse is reported now, with every other problem, by {@code check} as by a start.
+     *
+     * @return the selection, or {@code null} when the keys or the plugin found anything wrong (reported)
+     */
+    private PluginSection checkedByPlugin(Kind kind, String id, SectionConfig config) {
+        if (config == null) {
+            return null;
+        }
+        List<ConfigProblem> found = plugins.validate(kind, id, config);
+        found.forEach(problem -> problems.add(problem.message()));
+        return found.isEmpty() ? new PluginSection(id, config) : null;
     }
 
     /** Reads {@code type} and finds its spec; {@code null} when it is missing, wrong or unknown (reported). */

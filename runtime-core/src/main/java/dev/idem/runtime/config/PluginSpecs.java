@@ -1,6 +1,9 @@
 package dev.idem.runtime.config;
 
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.PluginConfig;
+import java.util.List;
 import java.util.Optional;
 import java.util.SortedSet;
 
@@ -32,4 +35,14 @@ public interface PluginSpecs {
 
     /** The ids discovered for a kind, for "Available: [...]" hints. */
     SortedSet<String> ids(Kind kind);
+
+    /**
+     * What the plugin finds wrong with its section once its keys are valid (its provider's {@code validate}),
+     * without contacting anything; none by default.
+     *
+     * @param config the section's validated keys, as the provider's {@code create} will get them
+     */
+    default List<ConfigProblem> validate(Kind kind, String id, PluginConfig config) {
+        return List.of();
+    }
 }

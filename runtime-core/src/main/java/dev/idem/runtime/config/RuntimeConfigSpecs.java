@@ -28,6 +28,9 @@ public final class RuntimeConfigSpecs {
     /** A pipeline's name: its consumer name and the namespace of its keys in the store. */
     public static final Pattern PIPELINE_NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
 
+    // Host names, IPv4 and IPv6 literals (with or without brackets and a scope); whether it resolves is checked apart.
+    private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._:%\\[\\]-]+");
+
     private static final Pattern CLASS_NAME =
             Pattern.compile("[\\p{L}_$][\\p{L}\\p{N}_$]*(\\.[\\p{L}_$][\\p{L}\\p{N}_$]*)*");
 
@@ -126,6 +129,18 @@ public final class RuntimeConfigSpecs {
             .atLeast(1.0)
             .doc("How much each wait grows over the previous one.");
 
+    public static final ConfigKey<Duration> COMMIT_LINGER = ConfigKey.duration("commit.linger")
+            .defaultValue(Duration.ofMillis(1)).atLeast(Duration.ZERO).atMost(Duration.ofSeconds(1))
+            .doc("Plain mode: the longest a handled message's completion waits for others to join one batched"
+                    + " store write. A batch goes sooner when it is full or when no other handler is running; the"
+                    + " message is acked only once its completion is stored. This widens the window in which a"
+                    + " crash re-runs a handled message by at most this much plus one store round trip.");
+
+    public static final ConfigKey<Integer> COMMIT_BATCH_SIZE = ConfigKey.integer("commit.batch-size")
+            .defaultValue(256).atLeast(1).atMost(10_000)
+            .doc("Plain mode: the most completions in one store write; 1 completes each key on its own, on the"
+                    + " worker that ran it.");
+
     public static final ConfigKey<Integer> MAX_DELIVERIES = ConfigKey.integer("max-deliveries").defaultValue(5)
             .atLeast(1).atMost(1000)
             .doc("Handler runs of one key that started and never completed (the consumer crashed mid-run) before"
@@ -159,6 +174,8 @@ public final class RuntimeConfigSpecs {
             .define(RETRY_INITIAL_BACKOFF)
             .define(RETRY_MAX_BACKOFF)
             .define(RETRY_MULTIPLIER)
+            .define(COMMIT_LINGER)
+            .define(COMMIT_BATCH_SIZE)
             .define(MAX_DELIVERIES)
             .define(DEAD_LETTER)
             .define(TRANSACTIONAL)
@@ -174,11 +191,21 @@ public final class RuntimeConfigSpecs {
             .doc("How often each pipeline logs a summary line at info (processed, duplicates, failures, rate);"
                     + " 0s turns the lines off.");
 
+    public static final ConfigKey<Duration> HANDLER_CREATE_TIMEOUT = ConfigKey.duration("handler-create-timeout")
+            .defaultValue(Duration.ofSeconds(30)).atLeast(Duration.ofMillis(1))
+            .doc("How long creating a handler from its class (its public no-arg constructor) may take, at `idem"
+                    + " check` and at start, before it fails naming the class; the stuck constructor's thread is"
+                    + " interrupted and left behind.");
+
     public static final ConfigKey<Boolean> HTTP_ENABLED = ConfigKey.bool("http.enabled").defaultValue(true)
             .doc("Whether `idem run` serves /health/live, /health/ready and /metrics (Prometheus text).");
 
     public static final ConfigKey<String> HTTP_HOST = ConfigKey.string("http.host").defaultValue("127.0.0.1")
-            .doc("The address the health and metrics port binds to; 0.0.0.0 for every interface.");
+            .validate(HOST.asMatchPredicate(), "be a host name or an IP address of this machine, such as 127.0.0.1,"
+                    + " ::1 or 0.0.0.0")
+            .doc("The address the health and metrics port binds to; 0.0.0.0 for every interface. It must resolve"
+                    + " to an address of this machine (checked by `idem check`); `idem run` binds it before any"
+                    + " pipeline starts.");
 
     public static final ConfigKey<Integer> HTTP_PORT = ConfigKey.integer("http.port").defaultValue(9464)
             .atLeast(0).atMost(65535)
@@ -188,6 +215,7 @@ public final class RuntimeConfigSpecs {
     public static final ConfigSpec RUNTIME = ConfigSpec.builder()
             .define(SHUTDOWN_TIMEOUT)
             .define(SUMMARY_INTERVAL)
+            .define(HANDLER_CREATE_TIMEOUT)
             .define(HTTP_ENABLED)
             .define(HTTP_HOST)
             .define(HTTP_PORT)

@@ -1,10 +1,12 @@
 package dev.idem.runtime.extract;
 
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.IdExtractor;
 import dev.idem.spi.IdExtractorProvider;
 import dev.idem.spi.PluginConfig;
+import java.util.List;
 
 /**
  * {@code template}: the key is built from several fields, a business key such as
@@ -15,7 +17,8 @@ import dev.idem.spi.PluginConfig;
  *
  * <p>The template is parsed once, in {@link #create}, which throws {@link dev.idem.spi.ConfigException}
  * naming the template and what is wrong with it (an unclosed brace, an unknown placeholder, no
- * placeholder at all). The extractor throws {@link IllegalArgumentException} when the template reads
+ * placeholder at all); {@link #validate} reports the same without creating anything, for {@code idem check}.
+ * The extractor throws {@link IllegalArgumentException} when the template reads
  * the payload and it is not UTF-8 JSON. Stateless and thread-safe, like the extractors it creates.
  */
 public final class TemplateIdExtractorProvider implements IdExtractorProvider {
@@ -36,6 +39,18 @@ public final class TemplateIdExtractorProvider implements IdExtractorProvider {
     @Override
     public ConfigSpec configSpec() {
         return SPEC;
+    }
+
+    /** The template parsed as {@link #create} parses it, each fault named with the entry's path. */
+    @Override
+    public List<ConfigProblem> validate(PluginConfig config) {
+        String text = config.get(TEMPLATE);
+        try {
+            Template.parse(text);
+            return List.of();
+        } catch (IllegalArgumentException e) {
+            return List.of(Values.problem(config, TEMPLATE, text, e.getMessage()));
+        }
     }
 
     @Override

@@ -1,11 +1,17 @@
 package dev.idem.runtime.plugin;
 
 import dev.idem.runtime.config.PluginSpecs;
+import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.IdExtractor;
 import dev.idem.spi.IdExtractorProvider;
+import dev.idem.spi.PluginConfig;
 import dev.idem.spi.PluginException;
+import dev.idem.spi.StoreContext;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -34,7 +40,9 @@ import org.slf4j.LoggerFactory;
  * class, its JAR and the cause), an invalid id, two providers with one id (naming both JARs).
  *
  * <p>Immutable once built and thread-safe. The provider instances it hands out are the ones it
- * discovered; providers are stateless factories, so sharing them is safe.
+ * discovered; providers are stateless factories, so sharing them is safe. Create adapters, stores and
+ * extractors through {@link #createBroker}, {@link #createStore} and {@link #createIdExtractor}: those run
+ * in the plugin's context (see {@link PluginContext}) for their whole life, as client libraries need.
  */
 public final class PluginRegistry implements PluginSpecs {
 
@@ -141,6 +149,59 @@ public final class PluginRegistry implements PluginSpecs {
         return (IdExtractorProvider) lookup(Kind.ID_EXTRACTOR, id).provider();
     }
 
+    /**
+     * Creates a broker adapter with the provider of that id, in the provider's context (see
+     * {@link PluginContext}), and {@linkplain PluginContext#bind(BrokerAdapter) binds} it, so every later call
+     * on it runs there too, whichever thread makes it.
+     *
+     * @throws PluginException naming the available ids when there is none, or if the provider returned null
+     * @throws dev.idem.spi.BrokerException as {@link BrokerAdapterProvider#create} throws
+     * @throws dev.idem.spi.ConfigException as {@link BrokerAdapterProvider#create} throws
+     */
+    public BrokerAdapter createBroker(String id, PluginConfig config) {
+        Entry entry = lookup(Kind.BROKER, id);
+        BrokerAdapterProvider provider = (BrokerAdapterProvider) entry.provider();
+        return PluginContext.bind(created(entry, PluginContext.call(provider, () -> provider.create(config))));
+    }
+
+    /**
+     * Creates a dedup store with the provider of that id, in the provider's context, and
+     * {@linkplain PluginContext#bind(DedupStore) binds} it: every later call runs there too, and the result
+     * has the store's optional capabilities.
+     *
+     * @throws PluginException naming the available ids when there is none, or if the provider returned null
+     * @throws dev.idem.spi.StoreException as {@link DedupStoreProvider#create} throws
+     * @throws dev.idem.spi.ConfigException as {@link DedupStoreProvider#create} throws
+     */
+    public DedupStore createStore(String id, PluginConfig config, StoreContext context) {
+        Entry entry = lookup(Kind.STORE, id);
+        DedupStoreProvider provider = (DedupStoreProvider) entry.provider();
+        return PluginContext.bind(created(entry, PluginContext.call(provider, () -> provider.create(config, context))));
+    }
+
+    /**
+     * Creates an ID extractor with the provider of that id, in the provider's context, and
+     * {@linkplain PluginContext#bind(IdExtractor) binds} it.
+     *
+     * @throws PluginException naming the available ids when there is none, or if the provider returned null
+     * @throws dev.idem.spi.ConfigException as {@link IdExtractorProvider#create} throws
+     */
+    public IdExtractor createIdExtractor(String id, PluginConfig config) {
+        Entry entry = lookup(Kind.ID_EXTRACTOR, id);
+        IdExtractorProvider provider = (IdExtractorProvider) entry.provider();
+        return PluginContext.bind(created(entry, PluginContext.call(provider, () -> provider.create(config))));
+    }
+
+    private static <T> T created(Entry entry, T instance) {
+        if (instance == null) {
+            PluginDescriptor d = entry.descriptor();
+            throw new PluginException("The " + d.kind().label() + " provider " + d.className() + " from " + d.location()
+                    + " returned null from create() for '" + d.id() + "'. Its create() must return an instance or"
+                    + " throw; fix or replace the plugin");
+        }
+        return instance;
+    }
+
     /** Every plugin discovered, by kind then id. */
     public List<PluginDescriptor> plugins() {
         return plugins;
@@ -155,6 +216,27 @@ public final class PluginRegistry implements PluginSpecs {
     @Override
     public SortedSet<String> ids(Kind kind) {
         return ids.get(Objects.requireNonNull(kind, "kind"));
+    }
+
+    /**
+     * Runs the provider's {@code validate} in its class loader. A provider that throws instead of returning its
+     * problems is reported as one problem naming it, so a broken plugin cannot hide the other problems.
+     */
+    @Override
+    public List<ConfigProblem> validate(Kind kind, String id, PluginConfig config) {
+        Entry entry = lookup(kind, id);
+        Object provider = entry.provider();
+        try {
+            return List.copyOf(PluginContext.call(provider, () -> switch (kind) {
+                case BROKER -> ((BrokerAdapterProvider) provider).validate(config);
+                case STORE -> ((DedupStoreProvider) provider).validate(config);
+                case ID_EXTRACTOR -> ((IdExtractorProvider) provider).validate(config);
+            }));
+        } catch (RuntimeException | LinkageError e) {
+            PluginDescriptor d = entry.descriptor();
+            return List.of(new ConfigProblem(config.path(), "The " + kind.label() + " '" + id + "' ("
+                    + d.className() + " from " + d.location() + ") failed to check " + config.path() + ": " + e));
+        }
     }
 
     private Entry lookup(Kind kind, String id) {

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class ConfigErrorsTest {
 
     private static final String PIPELINE_KEYS = "[source, handler, namespace, missing-id, fingerprint, fingerprint-mismatch,"
-            + " ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, max-deliveries,"
+            + " ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, commit, max-deliveries,"
             + " dead-letter, transactional, id, ordering-key]";
 
     @Test
@@ -117,7 +117,7 @@ class ConfigErrorsTest {
                 "Unknown key store.caffeine.maximum-sise. Did you mean 'maximum-size'? Accepted: [maximum-size]",
                 "Unknown key pipelines.orders.id[0].nme. Did you mean 'name'? Accepted: [name]",
                 "Missing required key pipelines.orders.id[0].name",
-                "Unknown key runtime.shutdown-timout. Did you mean 'shutdown-timeout'? Accepted: [shutdown-timeout, summary-interval, http]");
+                "Unknown key runtime.shutdown-timout. Did you mean 'shutdown-timeout'? Accepted: [shutdown-timeout, summary-interval, handler-create-timeout, http]");
     }
 
     @Test

@@ -46,11 +46,15 @@ class ConfigPrinterTest {
                       initial-backoff: 100ms
                       max-backoff: 10s
                       multiplier: 2.0
+                    commit:
+                      linger: 1ms
+                      batch-size: 256
                     max-deliveries: 5
                     transactional: false
                 runtime:
                   shutdown-timeout: 30s
                   summary-interval: 30s
+                  handler-create-timeout: 30s
                   http:
                     enabled: true
                     host: 127.0.0.1
