@@ -84,6 +84,10 @@ public class PipelineBenchmark {
     @Param({"caffeine"})
     String store;
 
+    /** {@code commit.batch-size}: 256 (the default) batches completions through the committer; 1 completes each on its worker. */
+    @Param({"256", "1"})
+    int commitBatchSize;
+
     private IdemRuntime runtime;
     private final CapturingAdapter adapter = new CapturingAdapter();
     private final SplittableRandom random = new SplittableRandom(7);
@@ -106,7 +110,8 @@ public class PipelineBenchmark {
                     concurrency: %d
                     max-in-flight: %d
                     fingerprint: %s
-                """.formatted(storeSize, concurrency, BATCH * IN_FLIGHT_BATCHES, fingerprint);
+                    commit: { batch-size: %d }
+                """.formatted(storeSize, concurrency, BATCH * IN_FLIGHT_BATCHES, fingerprint, commitBatchSize);
         Idem.Builder builder = Idem.builder();
         if (store.equals("baseline")) {
             yaml = yaml.replace("type: caffeine", "type: baseline").replaceAll("  caffeine: .*\n", "");

@@ -52,20 +52,26 @@ final class KafkaBench {
      */
     static long timeIdem(EmbeddedKafka kafka, String pipeline, String topic, String settings, int settled,
             MessageHandler handler) throws Exception {
+        return timeIdem(kafka, pipeline, topic, settings, settled, handler, "caffeine",
+                new CaffeineDedupStoreProvider().create(
+                        TestPluginConfig.defaults("store.caffeine", new CaffeineDedupStoreProvider().configSpec()),
+                        StoreContext.system()));
+    }
+
+    /** As above, on {@code store} (of plugin type {@code storeType}), which is closed at the end. */
+    static long timeIdem(EmbeddedKafka kafka, String pipeline, String topic, String settings, int settled,
+            MessageHandler handler, String storeType, DedupStore store) throws Exception {
         BrokerAdapter adapter = adapter(kafka);
-        DedupStore store = new CaffeineDedupStoreProvider().create(
-                TestPluginConfig.defaults("store.caffeine", new CaffeineDedupStoreProvider().configSpec()),
-                StoreContext.system());
         String yaml = """
                 broker: { type: kafka, kafka: { bootstrap-servers: [%s] } }
-                store: { type: caffeine }
+                store: { type: %s }
                 pipelines:
                   %s:
                     source: %s
-                """.formatted(kafka.bootstrapServers(), pipeline, topic) + settings.indent(4);
+                """.formatted(kafka.bootstrapServers(), storeType, pipeline, topic) + settings.indent(4);
         try {
             return EndToEnd.timeIdem(Idem.builder().configYaml(yaml).env(Map.of())
-                    .broker("kafka", adapter).store("caffeine", store), pipeline, settled, handler);
+                    .broker("kafka", adapter).store(storeType, store), pipeline, settled, handler);
         } finally {
             adapter.close();
             store.close();

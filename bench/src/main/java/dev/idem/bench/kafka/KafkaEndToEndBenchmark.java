@@ -101,7 +101,7 @@ public final class KafkaEndToEndBenchmark {
     }
 
     /** How many of {@code messages} records repeat an earlier one. */
-    private static int repeatCount(int messages, int duplicatePercent) {
+    static int repeatCount(int messages, int duplicatePercent) {
         int n = 0;
         for (int i = 0; i < messages; i++) {
             if (isRepeat(i, duplicatePercent)) {
@@ -111,7 +111,7 @@ public final class KafkaEndToEndBenchmark {
         return n;
     }
 
-    private static void fill(EmbeddedKafka kafka, String topic, int messages, int duplicatePercent) {
+    static void fill(EmbeddedKafka kafka, String topic, int messages, int duplicatePercent) {
         byte[] payload = new byte[PAYLOAD_BYTES];
         try (KafkaProducer<byte[], byte[]> producer = KafkaBench.producer(kafka)) {
             for (int i = 0; i < messages; i++) {
@@ -129,7 +129,7 @@ public final class KafkaEndToEndBenchmark {
      * The hand-written consumer: poll up to 2,000 records, skip the IDs already seen, commitSync after each
      * poll.
      */
-    private static long raw(EmbeddedKafka kafka, String topic, int messages, int distinct, int run) {
+    static long raw(EmbeddedKafka kafka, String topic, int messages, int distinct, int run) {
         Map<String, Object> props = new HashMap<>();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
         props.put(ConsumerConfig.GROUP_ID_CONFIG, "raw-" + topic + "-" + run);

@@ -7,8 +7,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Plain mode: the handler runs under the key's claim, then the key is completed in the store, then
- * the message is acked. Also runs unprotected messages (no key, or a fingerprint mismatch set to
+ * Plain mode: the handler runs under the key's claim, then the key is completed in the store (in a
+ * batch through {@link GroupCommit}, or here), then the message is acked. Also runs unprotected messages (no key, or a fingerprint mismatch set to
  * {@code process}): no claim, no completion.
  */
 final class ClaimedRun extends RunStrategy {
@@ -16,8 +16,16 @@ final class ClaimedRun extends RunStrategy {
     private static final Logger log = LoggerFactory.getLogger(ClaimedRun.class);
     private static final int COMPLETE_TRIES = 8;
 
+    /** Where completions go in batches; {@code null} to complete each key here, on the worker. */
+    private volatile GroupCommit groupCommit;
+
     ClaimedRun(PipelineState state, Settlement settle) {
         super(state, settle);
+    }
+
+    /** Sends later completions through {@code commits} ({@code commit.batch-size} above 1). */
+    void commitThrough(GroupCommit commits) {
+        this.groupCommit = commits;
     }
 
     @Override
@@ -55,6 +63,11 @@ final class ClaimedRun extends RunStrategy {
             s.metrics.processed.count(w);
             settle.ack(w);
             return Step.NEXT;
+        }
+        GroupCommit commits = groupCommit;
+        if (commits != null && !w.suspect) {
+            // A suspect runs alone and completes here, before anything else of the pipeline starts.
+            return commits.submit(w);
         }
         Duration backoff = PipelineTiming.STORE_BACKOFF_MIN;
         for (int attempt = 1; ; attempt++) {

@@ -24,6 +24,8 @@ import org.slf4j.MDC;
  * <ul>
  *   <li>A run that must wait (retry back-off, a key another consumer holds) parks its key on a timer
  *       with the work still at the head; no thread waits, and the key's later messages stay behind it.
+ *   <li>A run whose completion is written in a batch holds its key the same way until {@link #resume}:
+ *       the worker goes on with other keys meanwhile.
  *   <li>A run that hands its work back to the broker hands the key's queued works back with it, so
  *       no later message of the key runs before the redelivery of an earlier one.
  *   <li>A suspect (a key taken over after a lease ran out) runs alone: no other work of the pipeline
@@ -74,8 +76,13 @@ final class KeyScheduler {
     /** Keys whose head is a suspect, waiting for the pipeline to be quiet. */
     private final ArrayDeque<KeyQueue> suspects = new ArrayDeque<>();
     private final Set<KeyQueue> parked = new HashSet<>();
+    /** Keys whose head work's completion is being written. */
+    private final Set<KeyQueue> awaiting = new HashSet<>();
+    /** What a completion decided before its worker reported {@link Step#AWAIT} (the worker was still on its chunk). */
+    private final Map<KeyQueue, Step> resolvedEarly = new HashMap<>();
     private final Thread[] workers;
-    private int running;
+    /** Works running now; written under the lock, read without it by {@link #running()}. */
+    private volatile int running;
     private int waitingWorkers;
     /** The suspect's key while it runs alone. */
     private KeyQueue isolated;
@@ -128,16 +135,19 @@ final class KeyScheduler {
         Object key = w.orderKey;
         if (key == null) {
             KeyQueue single = new KeyQueue(null);
+            w.schedulerQueue = single;
             single.works.add(w);
             ready.addLast(single);
             return true;
         }
         KeyQueue q = queues.get(key);
         if (q != null) {
+            w.schedulerQueue = q;
             q.works.addLast(w);
             return false;
         }
         q = new KeyQueue(key);
+        w.schedulerQueue = q;
         q.works.add(w);
         queues.put(key, q);
         ready.addLast(q);
@@ -246,11 +256,15 @@ final class KeyScheduler {
     /** Applies a run's step to its key; returns works to hand back, or {@code null}. Under the lock. */
     private List<Work> finish(KeyQueue q, Step step) {
         running--;
+        return apply(q, step);
+    }
+
+    private List<Work> apply(KeyQueue q, Step step) {
         List<Work> handBack = null;
         switch (step.kind()) {
             case NEXT -> {
                 q.works.pollFirst();
-                if (aborting && !q.works.isEmpty()) {
+                if ((aborting || detached(q)) && !q.works.isEmpty()) {
                     handBack = drain(q);
                 } else {
                     requeueOrDrop(q);
@@ -264,6 +278,16 @@ final class KeyScheduler {
                 } else {
                     parked.add(q);
                     timers.schedule(step.parkNanos(), () -> unpark(q));
+                }
+            }
+            case AWAIT -> {
+                Step decided = resolvedEarly.remove(q);
+                if (decided != null) {
+                    return apply(q, decided);
+                }
+                awaiting.add(q);
+                if (aborting) {
+                    handBack = drainBehindHead(q);
                 }
             }
             case ISOLATE -> {
@@ -293,7 +317,27 @@ final class KeyScheduler {
         if (!q.works.isEmpty()) {
             ready.addLast(q);
         } else if (q.key != null) {
-            queues.remove(q.key);
+            queues.remove(q.key, q);
+        }
+    }
+
+    private boolean detached(KeyQueue q) {
+        return q.key != null && queues.get(q.key) != q;
+    }
+
+    /**
+     * Called before a work goes back to the broker: later arrivals of its key start a new queue, so its
+     * redelivery cannot land behind the works this queue still holds, which go back after it.
+     */
+    void detach(Work w) {
+        if (!(w.schedulerQueue instanceof KeyQueue q) || q.key == null) {
+            return;
+        }
+        lock.lock();
+        try {
+            queues.remove(q.key, q);
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -304,6 +348,44 @@ final class KeyScheduler {
             queues.remove(q.key, q);
         }
         return rest;
+    }
+
+    /** The queued works behind a key's head, which stays; the key keeps its place in the map. */
+    private static List<Work> drainBehindHead(KeyQueue q) {
+        Work head = q.works.pollFirst();
+        List<Work> rest = new ArrayList<>(q.works);
+        q.works.clear();
+        q.works.add(head);
+        return rest;
+    }
+
+    /**
+     * Ends the wait of a work that returned {@link Step#AWAIT}: applies what its completion decided
+     * ({@link Step#NEXT} once acked, {@link Step#HANDED_BACK} once given back) to its key. Called once per
+     * such work, from any thread.
+     */
+    void resume(Work w, Step step) {
+        List<Work> handBack;
+        lock.lock();
+        try {
+            KeyQueue q = (KeyQueue) w.schedulerQueue;
+            if (!awaiting.remove(q)) {
+                // Its worker has not reported the run yet; the step applies when it does.
+                resolvedEarly.put(q, step);
+                return;
+            }
+            handBack = apply(q, step);
+        } finally {
+            lock.unlock();
+        }
+        if (handBack != null) {
+            handBack.forEach(runner::handBack);
+        }
+    }
+
+    /** Works running now: a lower bound of the completions that may come soon. */
+    int running() {
+        return running;
     }
 
     private void unpark(KeyQueue q) {
@@ -348,6 +430,9 @@ final class KeyScheduler {
                 handBack.addAll(drain(q));
             }
             parked.clear();
+            for (KeyQueue q : awaiting) {
+                handBack.addAll(drainBehindHead(q));
+            }
         } finally {
             lock.unlock();
         }

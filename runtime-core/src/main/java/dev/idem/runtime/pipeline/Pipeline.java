@@ -4,6 +4,7 @@ import dev.idem.api.MessageHandler;
 import dev.idem.runtime.OutcomeListener;
 import dev.idem.runtime.config.PipelineConfig;
 import dev.idem.runtime.pipeline.PipelineState.Phase;
+import dev.idem.runtime.plugin.PluginContext;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
@@ -51,7 +52,11 @@ public final class Pipeline implements DeliveryListener {
     private final Runs runs;
     private final LeaseKeeper leaseKeeper;
     private final ClassLoader handlerLoader;
+    private final Settlement settle;
+    private final ClaimedRun claimedRun;
     private KeyScheduler scheduler;
+    /** Batched completions in plain mode; {@code null} in transactional mode or with {@code commit.batch-size: 1}. */
+    private GroupCommit groupCommit;
     private DelayedTasks timers;
     private volatile Subscription subscription;
     private ScheduledFuture<?> keeper;
@@ -72,7 +77,8 @@ public final class Pipeline implements DeliveryListener {
         if (config.transactional()) {
             if (!(store instanceof TransactionalDedupStore transactional)) {
                 throw new ConfigException("pipelines." + config.name() + ".transactional is true, but the dedup store "
-                        + store.getClass().getName() + " cannot record keys in the handler's transaction."
+                        + PluginContext.unwrap(store).getClass().getName()
+                        + " cannot record keys in the handler's transaction."
                         + " Use a store that can (store.type: jdbc), or set transactional: false");
             }
             transactionalStore = transactional;
@@ -82,6 +88,8 @@ public final class Pipeline implements DeliveryListener {
         Settlement settle = new Settlement(state);
         Claims claims = new Claims(state, settle);
         ClaimedRun claimed = new ClaimedRun(state, settle);
+        this.settle = settle;
+        this.claimedRun = claimed;
         RunStrategy strategy = transactionalStore != null ? new TransactionalRun(state, settle, claims, claimed) : claimed;
         this.runs = new Runs(state, settle, claims, strategy);
         this.intake = new Intake(state, new KeyResolver(idExtractors, config.missingId()),
@@ -142,6 +150,11 @@ public final class Pipeline implements DeliveryListener {
         PipelineConfig config = state.config;
         timers = new DelayedTasks("idem-" + name() + "-timer", state.ticker);
         scheduler = new KeyScheduler(name(), config.concurrency(), handlerLoader, runs, timers);
+        settle.orderThrough(scheduler);
+        if (config.commit().batched() && !config.transactional()) {
+            groupCommit = new GroupCommit(state, settle, scheduler);
+            claimedRun.commitThrough(groupCommit);
+        }
         intake.dispatchTo(scheduler);
         long tick = leaseKeeper.periodNanos();
         keeper = keeperExecutor.scheduleWithFixedDelay(leaseKeeper, tick, tick, TimeUnit.NANOSECONDS);
@@ -153,6 +166,9 @@ public final class Pipeline implements DeliveryListener {
             state.phase = Phase.STOPPED;
             keeper.cancel(false);
             scheduler.shutdownNow();
+            if (groupCommit != null) {
+                groupCommit.close();
+            }
             timers.close();
             throw e;
         }
@@ -208,6 +224,9 @@ public final class Pipeline implements DeliveryListener {
         } catch (InterruptedException e) {
             scheduler.shutdownNow();
             Thread.currentThread().interrupt();
+        }
+        if (groupCommit != null) {
+            groupCommit.close();
         }
         timers.close();
         if (keeper != null) {

@@ -20,10 +20,16 @@ final class Settlement {
 
     private final PipelineState s;
     private final PipelineMetrics metrics;
+    private volatile KeyScheduler scheduler;
 
     Settlement(PipelineState state) {
         this.s = state;
         this.metrics = state.metrics;
+    }
+
+    /** Lets a work that goes back to the broker leave its key's queue first (see {@link KeyScheduler#detach}). */
+    void orderThrough(KeyScheduler keys) {
+        this.scheduler = keys;
     }
 
     /** The message is done: ack it, and its followers as duplicates. */
@@ -51,6 +57,10 @@ final class Settlement {
     void retryLater(Work w, Duration delay) {
         if (!w.markSettled()) {
             return;
+        }
+        KeyScheduler keys = scheduler;
+        if (keys != null) {
+            keys.detach(w);
         }
         try {
             w.delivery.retryLater(delay);

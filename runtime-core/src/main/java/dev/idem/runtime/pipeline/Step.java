@@ -2,8 +2,9 @@ package dev.idem.runtime.pipeline;
 
 /**
  * What one run of a work asks of the {@link KeyScheduler} once it returns: go on with the key's next
- * message, park the key on a timer with this work still at its head, run it again alone (a suspect), or
- * hand the key's queued messages back to the broker behind this one.
+ * message, park the key on a timer with this work still at its head, hold the key until the work's
+ * completion is written, run it again alone (a suspect), or hand the key's queued messages back to the
+ * broker behind this one.
  */
 record Step(Kind kind, long parkNanos) {
 
@@ -12,6 +13,11 @@ record Step(Kind kind, long parkNanos) {
         NEXT,
         /** The work stays at the key's head; the key runs again after {@link #parkNanos}. */
         PARK,
+        /**
+         * The handler ran and the work's completion is being written in a batch: the key holds, with the
+         * work at its head, until {@link KeyScheduler#resume} says what the write decided.
+         */
+        AWAIT,
         /** The work is a suspect: run it again, alone. */
         ISOLATE,
         /** The work went back to the broker unfinished: the key's later messages go back with it. */
@@ -19,6 +25,7 @@ record Step(Kind kind, long parkNanos) {
     }
 
     static final Step NEXT = new Step(Kind.NEXT, 0);
+    static final Step AWAIT = new Step(Kind.AWAIT, 0);
     static final Step ISOLATE = new Step(Kind.ISOLATE, 0);
     static final Step HANDED_BACK = new Step(Kind.HANDED_BACK, 0);
 

@@ -53,6 +53,8 @@ final class Work {
      * ({@code ordering: none}, or no key at all).
      */
     Object orderKey;
+    /** The scheduler's queue of its ordering key; set when the scheduler takes it in. */
+    Object schedulerQueue;
     /** Acquired by takeover after a lease ran out: its start is recorded and it runs alone. */
     boolean suspect;
     /** Deferred because another owner held the key: claim again once the ticker passes {@link #deferredUntil}. */

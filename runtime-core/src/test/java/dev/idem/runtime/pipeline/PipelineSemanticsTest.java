@@ -459,6 +459,20 @@ class PipelineSemanticsTest {
     }
 
     @Test
+    void healthNamesWhatIsDownWithCredentialsMasked() {
+        FreezableStore flaky = new FreezableStore(harness.store);
+        IdemRuntime runtime = harness.start(config(""), counting(), flaky, new SimpleMeterRegistry());
+        assertThat(runtime.health().ready()).isTrue();
+
+        flaky.freeze();
+        IdemRuntime.Health health = runtime.health();
+
+        assertThat(health.ready()).isFalse();
+        assertThat(health.checks()).containsEntry("store", "down: Cannot reach redis://:******@cache:6379 (test)")
+                .containsEntry("broker", "up");
+    }
+
+    @Test
     void unavailableStoreAcksNothingAndProcessingResumesWhenItReturns() {
         FreezableStore flaky = new FreezableStore(harness.store);
         flaky.freeze();
@@ -485,7 +499,9 @@ class PipelineSemanticsTest {
         FreezableStore flaky = new FreezableStore(harness.store);
         CountDownLatch firstRunning = new CountDownLatch(1);
         CountDownLatch storeGone = new CountDownLatch(1);
-        IdemRuntime runtime = harness.start(config("concurrency: 1\nordering: none\nlease: 2s"), (message, context) -> {
+        // Completions written on the worker: the worker learns the store is down before it starts another run.
+        IdemRuntime runtime = harness.start(config("concurrency: 1\nordering: none\nlease: 2s\ncommit.batch-size: 1"),
+                (message, context) -> {
             runs.computeIfAbsent(keyOf(message), k -> new AtomicInteger()).incrementAndGet();
             if (message.idempotencyKey().orElseThrow().equals("m-0")) {
                 firstRunning.countDown();
@@ -513,6 +529,45 @@ class PipelineSemanticsTest {
         for (int i = 1; i < 5; i++) {
             assertThat(runsOf("m-" + i)).isEqualTo(1);
         }
+    }
+
+    @Test
+    void batchedCompletionsAckNothingWhileTheStoreIsDownAndEachMessageEndsProcessed() throws Exception {
+        FreezableStore flaky = new FreezableStore(harness.store);
+        CountDownLatch firstRunning = new CountDownLatch(1);
+        CountDownLatch storeGone = new CountDownLatch(1);
+        IdemRuntime runtime = harness.start(config("concurrency: 1\nordering: none\nlease: 2s\ncommit.linger: 0s"),
+                (message, context) -> {
+            runs.computeIfAbsent(keyOf(message), k -> new AtomicInteger()).incrementAndGet();
+            if (message.idempotencyKey().orElseThrow().equals("m-0")) {
+                firstRunning.countDown();
+                storeGone.await();
+            }
+        }, flaky, new SimpleMeterRegistry());
+        for (int i = 0; i < 5; i++) {
+            harness.publish("m-" + i, "p" + i);
+        }
+        assertThat(firstRunning.await(10, TimeUnit.SECONDS)).isTrue();
+        flaky.freeze();
+        storeGone.countDown();
+
+        // m-0's completion fails in the committer; a run the worker started before that was seen cannot
+        // complete either. Once it is seen, no run starts; nothing is acked.
+        await().atMost(Duration.ofSeconds(30)).until(() -> count(runtime, "commit-failed") >= 1
+                && count(runtime, "commit-failed") + count(runtime, "store-unavailable") >= 5);
+        int ranWhileDown = runs.size();
+        assertThat(count(runtime, "processed")).isZero();
+        assertThat(harness.broker.depth(QUEUE) + harness.broker.unsettled(QUEUE)).as("nothing acked").isEqualTo(5);
+
+        flaky.thaw();
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            harness.ticker.advance(Duration.ofSeconds(1));
+            return count(runtime, "processed") == 5;
+        });
+        assertThat(runs.keySet()).containsExactlyInAnyOrder("m-0", "m-1", "m-2", "m-3", "m-4");
+        int reRuns = runs.values().stream().mapToInt(AtomicInteger::get).sum() - 5;
+        assertThat(reRuns).as("only runs whose completion failed ran again").isEqualTo(ranWhileDown)
+                .isEqualTo((int) count(runtime, "commit-failed"));
     }
 
     @Test
@@ -597,6 +652,14 @@ class PipelineSemanticsTest {
         public boolean renew(StoreKey key, long token, Duration lease) {
             check();
             return delegate.renew(key, token, lease);
+        }
+
+        @Override
+        public void checkHealth() {
+            if (frozen) {
+                throw new StoreException("Cannot reach redis://:hunter2@cache:6379 (test)", true);
+            }
+            delegate.checkHealth();
         }
 
         @Override

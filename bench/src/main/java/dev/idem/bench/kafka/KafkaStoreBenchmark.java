@@ -1,0 +1,92 @@
+package dev.idem.bench.kafka;
+
+import dev.idem.bench.EndToEnd;
+import dev.idem.bench.EndToEnd.Side;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.StoreContext;
+import dev.idem.testkit.TestPluginConfig;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.function.UnaryOperator;
+
+/**
+ * End-to-end rate of Idem on a shared store, with completions batched ({@code commit.*} defaults) and one
+ * by one ({@code commit.batch-size: 1}), against the raw {@code KafkaConsumer} of
+ * {@link KafkaEndToEndBenchmark} (a {@code HashSet} of seen IDs, {@code commitSync} per poll), in one JVM on
+ * one embedded broker: 4 partitions, 100-byte records over 1,024 record keys, 10 % of them repeating an
+ * earlier record's ID. A no-op handler, the default pipeline settings otherwise. Each Idem run uses a fresh
+ * key prefix or table, so no run sees another's keys. Runs alternate; prints every run, then medians and
+ * ratios.
+ *
+ * <p>Stores: {@code redis} at {@code IDEM_BENCH_REDIS_URL} (default {@code redis://127.0.0.1:6379}),
+ * {@code postgresql} at {@code IDEM_BENCH_POSTGRES_URL} (default {@code jdbc:postgresql://127.0.0.1:5432/test},
+ * user postgres).
+ *
+ * <p>Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
+ * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaStoreBenchmark [store=redis]
+ * [messages=100000] [rounds=3]}
+ */
+public final class KafkaStoreBenchmark {
+
+    private static final int PARTITIONS = 4;
+    private static final int DUPLICATE_PERCENT = 10;
+
+    private KafkaStoreBenchmark() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String store = args.length > 0 ? args[0] : "redis";
+        String storeType = store.equals("postgresql") ? "jdbc" : store;
+        int messages = args.length > 1 ? Integer.parseInt(args[1]) : 100_000;
+        int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+        int distinct = messages - KafkaEndToEndBenchmark.repeatCount(messages, DUPLICATE_PERCENT);
+        System.out.printf("Kafka + %s store end-to-end: %,d records per run (%,d distinct IDs), %d partitions,"
+                + " %d rounds%n", store, messages, distinct, PARTITIONS, rounds);
+        try (EmbeddedKafka kafka = EmbeddedKafka.start()) {
+            String topic = "store-bench";
+            kafka.createTopic(topic, PARTITIONS);
+            KafkaEndToEndBenchmark.fill(kafka, topic, messages, DUPLICATE_PERCENT);
+            Map<String, Side> sides = new LinkedHashMap<>();
+            sides.put("raw", run -> EndToEnd.rate(messages,
+                    KafkaEndToEndBenchmark.raw(kafka, topic, messages, distinct, run)));
+            sides.put("idem-batched", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
+                    "batched-" + run, topic, "", messages, (m, c) -> { }, storeType, store(store, run))));
+            sides.put("idem-per-key", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
+                    "per-key-" + run, topic, "commit: { batch-size: 1 }", messages, (m, c) -> { }, storeType,
+                    store(store, run))));
+            Map<String, List<Double>> rates = EndToEnd.alternate(store, 0, rounds, sides);
+            double raw = EndToEnd.median(rates.get("raw"));
+            double batched = EndToEnd.median(rates.get("idem-batched"));
+            double perKey = EndToEnd.median(rates.get("idem-per-key"));
+            System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
+            System.out.printf("%s: raw %,.0f msg/s; idem batched %,.0f msg/s (%.2f× raw); idem per key %,.0f msg/s"
+                    + " (%.2f× raw); batched/per-key %.2f%n", store, raw, batched, batched / raw, perKey,
+                    perKey / raw, batched / perKey);
+        }
+    }
+
+    private static DedupStore store(String type, int run) {
+        String unique = "bench" + ProcessHandle.current().pid() + "r" + run;
+        return switch (type) {
+            case "redis" -> create("redis", config -> config
+                    .with("uri", System.getenv().getOrDefault("IDEM_BENCH_REDIS_URL", "redis://127.0.0.1:6379"))
+                    .with("key-prefix", unique + ":"));
+            case "postgresql" -> create("jdbc", config -> config
+                    .with("url", System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
+                            "jdbc:postgresql://127.0.0.1:5432/test"))
+                    .with("username", "postgres")
+                    .with("table", "idem_" + unique));
+            default -> throw new IllegalArgumentException("store must be redis or postgresql, not " + type);
+        };
+    }
+
+    private static DedupStore create(String id, UnaryOperator<TestPluginConfig> settings) {
+        DedupStoreProvider provider = ServiceLoader.load(DedupStoreProvider.class).stream()
+                .map(ServiceLoader.Provider::get).filter(p -> p.id().equals(id)).findFirst().orElseThrow();
+        return provider.create(settings.apply(TestPluginConfig.defaults("store." + id, provider.configSpec())),
+                StoreContext.system());
+    }
+}
