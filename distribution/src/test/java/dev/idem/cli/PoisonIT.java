@@ -12,9 +12,7 @@ import dev.idem.cli.poison.PoisonHandler;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.testkit.ExternalService;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,13 +31,8 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.jar.Attributes;
-import java.util.jar.JarEntry;
-import java.util.jar.JarOutputStream;
-import java.util.jar.Manifest;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
-import java.util.stream.Stream;
 import org.assertj.core.api.SoftAssertions;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
@@ -191,7 +184,7 @@ class PoisonIT {
                     }
                 });
                 try {
-                    installHandler();
+                    HandlerJar.install(idem, PoisonHandler.class, "poison-handler.jar");
                     idem.writeConfig(config());
                     Installation.Result published = idem.run(COMMAND_TIMEOUT, "publish", "--count",
                             Integer.toString(MESSAGES), "--id", ID_PREFIX);
@@ -409,23 +402,6 @@ class PoisonIT {
         }
 
         // ------------------------------------------------------------------ helpers
-
-        /** Packs {@link PoisonHandler}'s package from the test classes into {@code handlers/poison-handler.jar}. */
-        private void installHandler() throws IOException, URISyntaxException {
-            Path classes = Path.of(PoisonHandler.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-            Path pkg = classes.resolve(PoisonHandler.class.getPackageName().replace('.', '/'));
-            Manifest manifest = new Manifest();
-            manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-            try (OutputStream file = Files.newOutputStream(idem.home.resolve("handlers/poison-handler.jar"));
-                    JarOutputStream jar = new JarOutputStream(file, manifest);
-                    Stream<Path> files = Files.walk(pkg)) {
-                for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-                    jar.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
-                    Files.copy(f, jar);
-                    jar.closeEntry();
-                }
-            }
-        }
 
         private void sql(String statement) {
             try (Connection c = DriverManager.getConnection(postgresUrl + "?user=postgres");
