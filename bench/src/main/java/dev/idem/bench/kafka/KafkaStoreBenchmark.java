@@ -1,5 +1,6 @@
 package dev.idem.bench.kafka;
 
+import dev.idem.adapter.kafka.EmbeddedKafka;
 import dev.idem.bench.EndToEnd;
 import dev.idem.bench.EndToEnd.Side;
 import dev.idem.spi.DedupStore;
