@@ -2,6 +2,8 @@ package dev.idem.bench;
 
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.CompletionRequest;
+import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,7 +21,8 @@ import org.openjdk.jmh.annotations.TearDown;
 
 /**
  * The threads completing the keys of a claimed batch in the store benchmarks, as many as a
- * pipeline's {@code concurrency}: one, or sixteen completing in parallel.
+ * pipeline's {@code concurrency}: one, or sixteen completing in parallel; and, for comparison, the batch
+ * completed in one {@code completeAll} call ({@link #completeAll}).
  */
 @State(Scope.Benchmark)
 public class Completers {
@@ -67,6 +70,28 @@ public class Completers {
         int done = 0;
         for (Future<Integer> slice : pool.invokeAll(slices)) {
             done += slice.get();
+        }
+        return done;
+    }
+
+    /**
+     * Completes the acquired keys of a claimed batch in one {@code completeAll} call, as the runtime does with
+     * the completions of handlers that finished within {@code commit.linger} of each other; returns how many
+     * completed.
+     */
+    static int completeAll(DedupStore store, List<ClaimRequest> requests, List<ClaimResult> results,
+            Duration retention) {
+        List<CompletionRequest> completions = new ArrayList<>(requests.size());
+        for (int i = 0; i < requests.size(); i++) {
+            if (results.get(i) instanceof ClaimResult.Acquired owner) {
+                completions.add(new CompletionRequest(requests.get(i).key(), owner.token(), retention));
+            }
+        }
+        int done = 0;
+        for (CompletionResult result : store.completeAll(completions)) {
+            if (CompletionResult.COMPLETED.equals(result)) {
+                done++;
+            }
         }
         return done;
     }

@@ -48,8 +48,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * <li>{@code claimAndComplete}: one {@code claim} of {@code batch} fresh keys, then a {@code complete}
  *     per key, spread over {@code completers} threads as the pipeline's workers spread them.</li>
  * <li>{@code claim}: the claim alone.</li>
+ * <li>{@code claimAndCompleteAll}: the claim, then one {@code completeAll} of the batch (PostgreSQL and H2:
+ *     one statement; MariaDB: one JDBC batch in one transaction).</li>
  * <li>{@code claimAndBatchedComplete}: the claim, then the store's complete statement for every key as
- *     one JDBC batch and one commit: what a batched complete in the SPI would allow.</li>
+ *     one plain JDBC batch and one commit, without answers per key: the raw batched write that
+ *     {@code completeAll} is measured against.</li>
  * <li>{@code plainBatchedInsert}: the database's own limit for writing the batch: one prepared
  *     {@code INSERT} per key, sent with {@code executeBatch} and committed once.</li>
  * </ul>
@@ -58,6 +61,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>Run: {@code mvn -q -B -pl bench -am package -DskipTests && java -jar bench/target/benchmarks.jar JdbcStoreBenchmark}
  * <br>Briefly, PostgreSQL only:
  * {@code java -jar bench/target/benchmarks.jar JdbcStoreBenchmark -p database=postgresql -f 1 -wi 2 -i 3 -w 2 -r 3}
+ * <br>Completions alone, one database:
+ * {@code java -jar bench/target/benchmarks.jar 'JdbcStoreBenchmark.claimAnd' -p database=mariadb -p batch=100 -p completers=1 -f 1 -wi 1 -i 3 -w 2 -r 3}
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -185,10 +190,23 @@ public class JdbcStoreBenchmark {
         return done;
     }
 
+    /** The claim, then the batch's completions in one {@code completeAll}. */
+    @Benchmark
+    public int claimAndCompleteAll(Keys counter) {
+        List<ClaimRequest> requests = requests();
+        List<ClaimResult> results = store.claim(requests);
+        int done = Completers.completeAll(store, requests, results, RETENTION);
+        if (done != batch) {
+            throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
+        }
+        counter.keys += batch;
+        return done;
+    }
+
     /**
-     * What a batched complete in the SPI would allow: the store's claim, then the store's complete
-     * statement for every key of the batch as one JDBC batch in one transaction (not a store call: the
-     * SPI completes one key per call).
+     * The raw batched write: the store's claim, then the store's complete statement for every key of the
+     * batch as one JDBC batch in one transaction, outside the store and without finding out which keys an
+     * update left alone.
      */
     @Benchmark
     public int claimAndBatchedComplete(Keys counter) throws SQLException {

@@ -46,6 +46,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * <li>{@code claimAndComplete}: one {@code claim} of {@code batch} fresh keys (one script call), then a
  *     {@code complete} per key, spread over {@code completers} threads as the pipeline's workers spread
  *     them (1: one after the other).</li>
+ * <li>{@code claimAndCompleteAll}: the claim, then one {@code completeAll} of the batch (one script call).</li>
  * <li>{@code claim}: the claim alone, one script call per batch.</li>
  * <li>{@code rawSetNxPx}: the least a claim can be: {@code SET key value NX PX} for each key of the batch,
  *     pipelined on one Lettuce connection and flushed at once. No completion, no state, no fencing.</li>
@@ -54,6 +55,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * and are deleted at the end of each trial.
  *
  * <p>Run: {@code mvn -q -B -pl bench -am package -DskipTests && java -jar bench/target/benchmarks.jar RedisStoreBenchmark}
+ * <br>Briefly, completions alone against the raw client:
+ * {@code java -jar bench/target/benchmarks.jar 'RedisStoreBenchmark.(claimAndComplete|claimAndCompleteAll|rawSetNxPx)$' -p batch=100 -p completers=1 -f 1 -wi 2 -i 3 -w 2 -r 3}
  * <br>The server's own limit (redis-benchmark, SET NX PX pipelined 64 deep):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.RedisServerLimit}
  */
@@ -107,6 +110,22 @@ public class RedisStoreBenchmark {
         }
         List<ClaimResult> results = store.claim(requests);
         int done = completers.complete(store, requests, results, RETENTION);
+        if (done != batch) {
+            throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
+        }
+        counter.keys += batch;
+        return done;
+    }
+
+    /** The claim, then the batch's completions in one {@code completeAll}: one script call each. */
+    @Benchmark
+    public int claimAndCompleteAll(Keys counter) {
+        List<ClaimRequest> requests = new ArrayList<>(batch);
+        for (int i = 0; i < batch; i++) {
+            requests.add(new ClaimRequest(new StoreKey("bench", Long.toString(next++)), null, LEASE, RETENTION));
+        }
+        List<ClaimResult> results = store.claim(requests);
+        int done = Completers.completeAll(store, requests, results, RETENTION);
         if (done != batch) {
             throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
         }

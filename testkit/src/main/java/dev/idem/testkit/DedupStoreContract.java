@@ -7,6 +7,8 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.CompletionRequest;
+import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.StoreKey;
 import java.nio.charset.StandardCharsets;
@@ -64,6 +66,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  * the attempts that claims report. Every store must record them: one that answers
  * {@link DedupStore#STARTS_NOT_RECORDED} (the SPI's default) fails those tests, since the runtime would
  * then blame the keys that were merely in flight beside a crash.
+ * Batched completions ({@code completeAll}): every entry answered as {@code complete} would answer it on its
+ * own (fenced by its own token, so stale and current tokens mix in one batch; idempotent for its owner; kept
+ * for its own retention; recorded starts as {@code complete} leaves them), in request order, with keys
+ * repeated, across namespaces, in a batch of 1,000 keys and from racing threads; and a key whose write failed
+ * is reported alone, where the store can be made to fail one key ({@link #failWritesOf}).
  * Every call a test makes is recorded; after each test the suite also checks, across all of them:
  * no fencing token was handed out twice, every token the store accepted was one it had handed out
  * for that key, no key was acquired twice without a release or a passage of time in between,
@@ -136,6 +143,19 @@ public abstract class DedupStoreContract {
      */
     protected Duration clockResolution() {
         return Duration.ofNanos(1);
+    }
+
+    /**
+     * Makes the store's writes of {@code key} fail from now on while its writes of other keys keep landing, if
+     * the store can be made to, and answers whether it did. The partial-failure test of {@code completeAll}
+     * breaks one key of a batch this way and expects that key alone to be answered
+     * {@link CompletionResult.Failed}. A store whose writes of a key can fail one by one overrides it (Redis:
+     * the key holds a value another application wrote); the test touches the key no more afterwards. Default:
+     * {@code false}, for a store that cannot fail one key of a batch alone (one in-memory pass, or one SQL
+     * statement that lands whole or not at all); the test then checks that the batch completes whole.
+     */
+    protected boolean failWritesOf(StoreKey key) {
+        return false;
     }
 
     /** Makes {@code duration} pass for the store, through {@link #advanceStoreClock(Duration)}. */
@@ -665,6 +685,332 @@ public abstract class DedupStoreContract {
         assertThat(store.claim(List.of())).isEmpty();
     }
 
+    // ---------------------------------------------------------------- batched completion
+
+    @Test
+    void completeAllOfEmptyBatchGivesNoResults() {
+        assertThat(store.completeAll(List.of())).isEmpty();
+    }
+
+    @Test
+    void completeAllCompletesEveryKeyWhoseTokenIsCurrent() {
+        List<StoreKey> keys = List.of(key("order-1"), key("order-2"), key("order-3"));
+        List<Acquired> owners = acquireAll(keys);
+
+        List<CompletionResult> results = completeAll(completions(keys, owners));
+
+        assertThat(results).containsExactly(CompletionResult.COMPLETED, CompletionResult.COMPLETED,
+                CompletionResult.COMPLETED);
+        for (int i = 0; i < keys.size(); i++) {
+            assertThat(claim(keys.get(i))).as("claim of %s", keys.get(i)).isEqualTo(new Duplicate(true));
+            assertThat(store.complete(keys.get(i), owners.get(i).token(), RETENTION))
+                    .as("complete of %s after its batch", keys.get(i)).isTrue();
+        }
+    }
+
+    @Test
+    void completeAllRemembersEachKeyForItsOwnRetention() {
+        StoreKey shortKept = key("short");
+        StoreKey longKept = key("long");
+        Acquired shortOwner = acquire(shortKept);
+        Acquired longOwner = acquire(longKept);
+
+        assertThat(completeAll(List.of(
+                new CompletionRequest(shortKept, shortOwner.token(), RETENTION),
+                new CompletionRequest(longKept, longOwner.token(), RETENTION.multipliedBy(2)))))
+                .containsExactly(CompletionResult.COMPLETED, CompletionResult.COMPLETED);
+
+        advance(RETENTION.minus(clockResolution()));
+        assertThat(claim(shortKept)).isEqualTo(new Duplicate(true));
+        assertThat(claim(longKept)).isEqualTo(new Duplicate(true));
+
+        advance(clockResolution());
+        assertThat(acquire(shortKept).attempt()).as("the shorter retention ran out").isEqualTo(1);
+        assertThat(claim(longKept)).as("the longer retention still runs").isEqualTo(new Duplicate(true));
+
+        advance(RETENTION);
+        assertThat(acquire(longKept).attempt()).as("the longer retention ran out").isEqualTo(1);
+    }
+
+    @Test
+    void completeAllWithZeroRetentionCompletesAndForgetsAtOnce() {
+        StoreKey key = key("order-1");
+        Acquired owner = acquire(key);
+
+        assertThat(completeAll(List.of(new CompletionRequest(key, owner.token(), Duration.ZERO))))
+                .containsExactly(CompletionResult.COMPLETED);
+
+        assertThat(acquire(key).attempt()).as("forgotten at once, so fresh").isEqualTo(1);
+    }
+
+    @Test
+    void completeAllFencesEachKeyByItsOwnToken() {
+        StoreKey takenOver = key("taken-over");
+        StoreKey leaseRanOut = key("lease-ran-out");
+        StoreKey current = key("current");
+        StoreKey otherToken = key("other-token");
+        StoreKey absent = key("never-claimed");
+        Acquired stale = acquire(takenOver);
+        Acquired late = acquire(leaseRanOut);
+        advance(LEASE);
+        Acquired newOwner = acquire(takenOver);
+        Acquired owner = acquire(current);
+        Acquired otherOwner = acquire(otherToken);
+
+        List<CompletionResult> results = completeAll(List.of(
+                completion(takenOver, stale),
+                completion(current, owner),
+                new CompletionRequest(otherToken, otherOwner.token() + 1, RETENTION),
+                completion(leaseRanOut, late),
+                new CompletionRequest(absent, 1, RETENTION)));
+
+        assertThat(results).containsExactly(CompletionResult.NOT_OWNER, CompletionResult.COMPLETED,
+                CompletionResult.NOT_OWNER, CompletionResult.COMPLETED, CompletionResult.NOT_OWNER);
+        assertInProgressEndingWithin(claim(takenOver), LEASE);
+        assertInProgressEndingWithin(claim(otherToken), LEASE);
+        assertThat(claim(current)).isEqualTo(new Duplicate(true));
+        assertThat(claim(leaseRanOut)).as("its owner completed it while nobody had taken it over")
+                .isEqualTo(new Duplicate(true));
+        assertThat(store.complete(takenOver, newOwner.token(), RETENTION)).as("the new owner's complete").isTrue();
+        assertThat(store.complete(otherToken, otherOwner.token(), RETENTION)).as("the owner's complete").isTrue();
+        assertThat(acquire(absent).attempt()).as("nothing was left behind").isEqualTo(1);
+    }
+
+    @Test
+    void completeAllIsIdempotentForTheTokenThatCompletedTheKey() {
+        StoreKey byComplete = key("by-complete");
+        StoreKey byBatch = key("by-batch");
+        Acquired first = acquire(byComplete);
+        Acquired second = acquire(byBatch);
+        assertThat(store.complete(byComplete, first.token(), RETENTION)).isTrue();
+        assertThat(completeAll(List.of(completion(byBatch, second)))).containsExactly(CompletionResult.COMPLETED);
+
+        List<CompletionResult> results = completeAll(List.of(
+                completion(byComplete, first),
+                new CompletionRequest(byComplete, first.token() + 1, RETENTION),
+                completion(byBatch, second),
+                new CompletionRequest(byBatch, second.token() + 1, RETENTION)));
+
+        assertThat(results).as("retried completions, then another token's").containsExactly(
+                CompletionResult.COMPLETED, CompletionResult.NOT_OWNER, CompletionResult.COMPLETED,
+                CompletionResult.NOT_OWNER);
+        assertThat(store.complete(byBatch, second.token(), RETENTION)).as("a retried complete").isTrue();
+        assertThat(claim(byComplete)).isEqualTo(new Duplicate(true));
+        assertThat(claim(byBatch)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
+    void completeAllOfReleasedKeyIsNotOwnerAndLeavesItFree() {
+        StoreKey key = key("order-1");
+        Acquired released = acquire(key);
+        assertThat(store.release(key, released.token())).isTrue();
+
+        assertThat(completeAll(List.of(completion(key, released)))).containsExactly(CompletionResult.NOT_OWNER);
+
+        Acquired fresh = acquire(key);
+        assertThat(fresh.attempt()).isEqualTo(1);
+        assertThat(completeAll(List.of(completion(key, released), completion(key, fresh))))
+                .containsExactly(CompletionResult.NOT_OWNER, CompletionResult.COMPLETED);
+    }
+
+    @Test
+    void completeAllOfKeyRepeatedInTheBatchAnswersEveryRepeat() {
+        StoreKey key = key("order-1");
+        StoreKey takenOver = key("taken-over");
+        Acquired stale = acquire(takenOver);
+        advance(LEASE);
+        Acquired newOwner = acquire(takenOver);
+        Acquired owner = acquire(key);
+
+        List<CompletionResult> results = completeAll(List.of(
+                completion(key, owner),
+                completion(takenOver, stale),
+                completion(key, owner),
+                completion(takenOver, newOwner),
+                completion(takenOver, stale),
+                completion(takenOver, newOwner)));
+
+        assertThat(results).containsExactly(CompletionResult.COMPLETED, CompletionResult.NOT_OWNER,
+                CompletionResult.COMPLETED, CompletionResult.COMPLETED, CompletionResult.NOT_OWNER,
+                CompletionResult.COMPLETED);
+        assertThat(claim(key)).isEqualTo(new Duplicate(true));
+        assertThat(claim(takenOver)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
+    void completeAllAnswersInRequestOrder() {
+        // Request order is neither claim order nor key order, and neighbours' answers differ.
+        List<StoreKey> keys = new ArrayList<>();
+        for (int i = 0; i < 24; i++) {
+            keys.add(key("order-" + i));
+        }
+        List<Acquired> owners = acquireAll(keys);
+        List<CompletionResult> expected = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            boolean released = i % 3 == 1;
+            if (released) {
+                assertThat(store.release(keys.get(i), owners.get(i).token())).isTrue();
+            }
+            expected.add(released ? CompletionResult.NOT_OWNER : CompletionResult.COMPLETED);
+        }
+        List<Integer> order = new ArrayList<>(IntStream.range(0, keys.size()).boxed().toList());
+        Collections.shuffle(order, new Random(42));
+
+        List<CompletionResult> results = completeAll(order.stream()
+                .map(i -> completion(keys.get(i), owners.get(i))).toList());
+
+        assertThat(results).containsExactlyElementsOf(order.stream().map(expected::get).toList());
+    }
+
+    @Test
+    void completeAllSpansNamespacesAndKeepsEachTokenToItsOwnKey() {
+        StoreKey inA = new StoreKey(namespace + "-a", "order-1");
+        StoreKey inB = new StoreKey(namespace + "-b", "order-1");
+        StoreKey inC = new StoreKey(namespace + "-c", "order-1");
+        Acquired a = acquire(inA);
+        acquire(inB);
+        Acquired c = acquire(inC);
+
+        List<CompletionResult> results = completeAll(List.of(completion(inA, a),
+                new CompletionRequest(inB, a.token(), RETENTION), completion(inC, c)));
+
+        assertThat(results).as("the same id in three namespaces; B's entry carries A's token")
+                .containsExactly(CompletionResult.COMPLETED, CompletionResult.NOT_OWNER, CompletionResult.COMPLETED);
+        assertThat(claim(inA)).isEqualTo(new Duplicate(true));
+        assertInProgressEndingWithin(claim(inB), LEASE);
+        assertThat(claim(inC)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
+    void completeAllOfLargeBatchAnswersAsOneByOneCompletesWould() {
+        int count = 1_000;
+        List<StoreKey> keys = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            keys.add(key("bulk-" + i));
+        }
+        List<Acquired> owners = acquireAll(keys);
+        advance(LEASE);
+        // Every lease ran out. By i % 4: left alone (its owner still completes), taken over (the owner is
+        // stale), already completed (a retry), released (nobody's).
+        List<StoreKey> takenOver = new ArrayList<>();
+        for (int i = 1; i < count; i += 4) {
+            takenOver.add(keys.get(i));
+        }
+        acquireAll(takenOver);
+        List<CompletionResult> expected = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            switch (i % 4) {
+                case 0 -> expected.add(CompletionResult.COMPLETED);
+                case 1 -> expected.add(CompletionResult.NOT_OWNER);
+                case 2 -> {
+                    assertThat(store.complete(keys.get(i), owners.get(i).token(), RETENTION)).isTrue();
+                    expected.add(CompletionResult.COMPLETED);
+                }
+                default -> {
+                    assertThat(store.release(keys.get(i), owners.get(i).token())).isTrue();
+                    expected.add(CompletionResult.NOT_OWNER);
+                }
+            }
+        }
+        List<Integer> order = new ArrayList<>(IntStream.range(0, count).boxed().toList());
+        Collections.shuffle(order, new Random(7));
+
+        List<CompletionResult> results = completeAll(order.stream()
+                .map(i -> completion(keys.get(i), owners.get(i))).toList());
+
+        assertThat(results).containsExactlyElementsOf(order.stream().map(expected::get).toList());
+        List<ClaimResult> after = store.claim(keys.stream().map(DedupStoreContract::request).toList());
+        for (int i = 0; i < count; i++) {
+            ClaimResult result = after.get(i);
+            switch (i % 4) {
+                case 0, 2 -> assertThat(result).as("claim of %s", keys.get(i)).isEqualTo(new Duplicate(true));
+                case 1 -> assertThat(result).as("claim of %s", keys.get(i)).isInstanceOf(InProgress.class);
+                default -> assertThat(result).as("claim of %s", keys.get(i))
+                        .isInstanceOfSatisfying(Acquired.class, a -> assertThat(a.attempt()).isEqualTo(1));
+            }
+        }
+    }
+
+    @Test
+    void completeAllKeepsTheRecordedStartsSemanticsOfComplete() {
+        StoreKey key = key("order-1");
+        Acquired stale = acquire(key);
+        assertThat(recordStart(key, stale.token())).isEqualTo(1);
+        advance(LEASE);
+        Acquired owner = acquire(key);
+
+        assertThat(completeAll(List.of(completion(key, stale)))).containsExactly(CompletionResult.NOT_OWNER);
+        assertThat(recordStart(key, owner.token())).as("the stale entry changed nothing").isEqualTo(2);
+
+        assertThat(completeAll(List.of(completion(key, owner)))).containsExactly(CompletionResult.COMPLETED);
+        assertThat(recordStart(key, owner.token())).as("a start of the completed key").isZero();
+        assertThat(claim(key)).isEqualTo(new Duplicate(true));
+        assertThat(completeAll(List.of(completion(key, owner)))).as("a retried completion")
+                .containsExactly(CompletionResult.COMPLETED);
+    }
+
+    @Test
+    void completeAllReportsOnlyTheKeyWhoseWriteFailedAsFailed() {
+        StoreKey before = key("before");
+        StoreKey broken = key("broken");
+        StoreKey after = key("after");
+        List<Acquired> owners = acquireAll(List.of(before, broken, after));
+        boolean failing = failWritesOf(broken);
+
+        List<CompletionResult> results = completeAll(completions(List.of(before, broken, after), owners));
+
+        assertThat(results.get(0)).as("the key before the failing one").isEqualTo(CompletionResult.COMPLETED);
+        assertThat(results.get(2)).as("the key after the failing one").isEqualTo(CompletionResult.COMPLETED);
+        if (failing) {
+            assertThat(results.get(1)).as("the key whose write failed").isInstanceOf(CompletionResult.Failed.class);
+        } else {
+            assertThat(results.get(1)).as("the store cannot fail one key alone").isEqualTo(CompletionResult.COMPLETED);
+        }
+        assertThat(claim(before)).isEqualTo(new Duplicate(true));
+        assertThat(claim(after)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
+    @Timeout(value = 2, unit = TimeUnit.MINUTES)
+    void concurrentCompleteAllsOfTheSameKeysAnswerEveryOwnersEntryCompleted() throws Exception {
+        int count = 200;
+        List<StoreKey> keys = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            keys.add(key("raced-" + i));
+        }
+        List<Acquired> owners = acquireAll(keys);
+        Queue<String> unexpected = new ConcurrentLinkedQueue<>();
+        CyclicBarrier start = new CyclicBarrier(RACING_THREADS);
+
+        // Every thread completes every key, as retries racing their own first tries would, in batches of
+        // mixed sizes and orders, so batches overlap in every way.
+        runOnThreads(thread -> {
+            List<Integer> order = new ArrayList<>(IntStream.range(0, count).boxed().toList());
+            Collections.shuffle(order, new Random(thread));
+            int batchSize = switch (thread % 4) {
+                case 0 -> 1;
+                case 1 -> 7;
+                case 2 -> 50;
+                default -> count;
+            };
+            start.await(30, TimeUnit.SECONDS);
+            for (int from = 0; from < count; from += batchSize) {
+                List<Integer> batch = order.subList(from, Math.min(count, from + batchSize));
+                List<CompletionResult> results = store.completeAll(batch.stream()
+                        .map(i -> completion(keys.get(i), owners.get(i))).toList());
+                for (int j = 0; j < batch.size(); j++) {
+                    if (!CompletionResult.COMPLETED.equals(results.get(j))) {
+                        unexpected.add(keys.get(batch.get(j)).id() + " -> " + results.get(j));
+                    }
+                }
+            }
+        });
+
+        assertThat(unexpected).as("owners' completions not answered COMPLETED").isEmpty();
+        assertThat(store.claim(keys.stream().map(DedupStoreContract::request).toList()))
+                .containsOnly(new Duplicate(true));
+    }
+
     // ---------------------------------------------------------------- keys
 
     @Test
@@ -882,6 +1228,35 @@ public abstract class DedupStoreContract {
         return starts;
     }
 
+    /** Claims {@code keys} in one batch, every one of which must be acquired. */
+    private List<Acquired> acquireAll(List<StoreKey> keys) {
+        List<ClaimResult> results = store.claim(keys.stream().map(DedupStoreContract::request).toList());
+        List<Acquired> owners = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            assertThat(results.get(i)).as("claim of %s", keys.get(i)).isInstanceOf(Acquired.class);
+            owners.add((Acquired) results.get(i));
+        }
+        return owners;
+    }
+
+    private static CompletionRequest completion(StoreKey key, Acquired owner) {
+        return new CompletionRequest(key, owner.token(), RETENTION);
+    }
+
+    private static List<CompletionRequest> completions(List<StoreKey> keys, List<Acquired> owners) {
+        List<CompletionRequest> requests = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            requests.add(completion(keys.get(i), owners.get(i)));
+        }
+        return requests;
+    }
+
+    private List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+        List<CompletionResult> results = store.completeAll(requests);
+        assertThat(results).as("results of a batch of %s completions", requests.size()).hasSize(requests.size());
+        return results;
+    }
+
     private Acquired acquire(ClaimRequest request) {
         ClaimResult result = claim(request);
         assertThat(result).as("claim of %s", request.key()).isInstanceOf(Acquired.class);
@@ -932,8 +1307,9 @@ public abstract class DedupStoreContract {
 
         private enum Kind { CLAIM, COMPLETE, RELEASE, RENEW, RECORD_START }
 
+        /** {@code forgets}: an accepted call that leaves the key absent at once, as a release does. */
         private record Call(Kind kind, int epoch, StoreKey key, Duration lease, ClaimResult result,
-                long token, boolean accepted, int starts) {
+                long token, boolean accepted, int starts, boolean forgets) {
         }
 
         private record Slot(int epoch, StoreKey key) {
@@ -959,7 +1335,7 @@ public abstract class DedupStoreContract {
             assertThat(results).as("claim results, one per request").hasSize(requests.size()).doesNotContainNull();
             for (int i = 0; i < requests.size(); i++) {
                 ClaimRequest r = requests.get(i);
-                calls.add(new Call(Kind.CLAIM, now, r.key(), r.lease(), results.get(i), 0, false, 0));
+                calls.add(new Call(Kind.CLAIM, now, r.key(), r.lease(), results.get(i), 0, false, 0, false));
             }
             return results;
         }
@@ -968,15 +1344,31 @@ public abstract class DedupStoreContract {
         public boolean complete(StoreKey key, long token, Duration retention) {
             int now = epoch;
             boolean accepted = store.complete(key, token, retention);
-            calls.add(new Call(Kind.COMPLETE, now, key, null, null, token, accepted, 0));
+            calls.add(new Call(Kind.COMPLETE, now, key, null, null, token, accepted, 0,
+                    accepted && forgetsAtOnce(retention)));
             return accepted;
+        }
+
+        @Override
+        public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+            int now = epoch;
+            List<CompletionResult> results = store.completeAll(requests);
+            assertThat(results).as("completeAll results, one per request").hasSize(requests.size())
+                    .doesNotContainNull();
+            for (int i = 0; i < requests.size(); i++) {
+                CompletionRequest r = requests.get(i);
+                boolean accepted = CompletionResult.COMPLETED.equals(results.get(i));
+                calls.add(new Call(Kind.COMPLETE, now, r.key(), null, null, r.token(), accepted, 0,
+                        accepted && forgetsAtOnce(r.retention())));
+            }
+            return results;
         }
 
         @Override
         public boolean release(StoreKey key, long token) {
             int now = epoch;
             boolean accepted = store.release(key, token);
-            calls.add(new Call(Kind.RELEASE, now, key, null, null, token, accepted, 0));
+            calls.add(new Call(Kind.RELEASE, now, key, null, null, token, accepted, 0, accepted));
             return accepted;
         }
 
@@ -984,7 +1376,7 @@ public abstract class DedupStoreContract {
         public boolean renew(StoreKey key, long token, Duration lease) {
             int now = epoch;
             boolean accepted = store.renew(key, token, lease);
-            calls.add(new Call(Kind.RENEW, now, key, lease, null, token, accepted, 0));
+            calls.add(new Call(Kind.RENEW, now, key, lease, null, token, accepted, 0, false));
             return accepted;
         }
 
@@ -992,7 +1384,7 @@ public abstract class DedupStoreContract {
         public int recordStart(StoreKey key, long token) {
             int now = epoch;
             int starts = store.recordStart(key, token);
-            calls.add(new Call(Kind.RECORD_START, now, key, null, null, token, starts > 0, starts));
+            calls.add(new Call(Kind.RECORD_START, now, key, null, null, token, starts > 0, starts, false));
             return starts;
         }
 
@@ -1004,6 +1396,11 @@ public abstract class DedupStoreContract {
         @Override
         public void close() {
             store.close();
+        }
+
+        /** A completion kept for no time leaves the key absent at once: the next claim may acquire it afresh. */
+        private static boolean forgetsAtOnce(Duration retention) {
+            return retention.isNegative() || retention.isZero();
         }
 
         List<String> invariantViolations() {
@@ -1027,7 +1424,7 @@ public abstract class DedupStoreContract {
                     }
                     acquired.merge(new Slot(call.epoch(), call.key()), 1, Integer::sum);
                 }
-                if (call.kind() == Kind.RELEASE && call.accepted()) {
+                if (call.forgets()) {
                     released.merge(new Slot(call.epoch(), call.key()), 1, Integer::sum);
                 }
             }
@@ -1052,7 +1449,7 @@ public abstract class DedupStoreContract {
                 int releases = released.getOrDefault(slot, 0);
                 if (times > 1 + releases) {
                     violations.add(slot.key() + " was acquired " + times + " times with " + releases
-                            + " releases and no time passing in between: two live owners");
+                            + " releases (or completions kept for no time) and no time passing in between: two live owners");
                 }
             });
             return violations;

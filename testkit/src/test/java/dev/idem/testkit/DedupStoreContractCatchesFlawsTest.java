@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreKey;
 import dev.idem.testkit.ReferenceDedupStore.Flaw;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,7 +45,15 @@ class DedupStoreContractCatchesFlawsTest {
                 Arguments.of(ForgetsStartsOnTakeover.class,
                         "recordedStartsSurviveSeveralTakeoversAndCountOnlyRecordedStarts"),
                 Arguments.of(RenewsLeaseOnStart.class, "recordStartNeitherRenewsTheLeaseNorCountsAnAttempt"),
-                Arguments.of(Racy.class, "concurrentRecordStartsOfOneKeyCountEveryStartOnce"));
+                Arguments.of(Racy.class, "concurrentRecordStartsOfOneKeyCountEveryStartOnce"),
+                Arguments.of(BatchIgnoresTokens.class, "completeAllFencesEachKeyByItsOwnToken"),
+                Arguments.of(BatchIgnoresTokens.class, "completeAllIsIdempotentForTheTokenThatCompletedTheKey"),
+                Arguments.of(BatchIgnoresTokens.class, "completeAllOfKeyRepeatedInTheBatchAnswersEveryRepeat"),
+                Arguments.of(BatchIgnoresTokens.class, "completeAllOfLargeBatchAnswersAsOneByOneCompletesWould"),
+                Arguments.of(BatchAnswersInKeyOrder.class, "completeAllAnswersInRequestOrder"),
+                Arguments.of(BatchAnswersInKeyOrder.class, "completeAllOfLargeBatchAnswersAsOneByOneCompletesWould"),
+                Arguments.of(BatchUsesFirstRetention.class, "completeAllRemembersEachKeyForItsOwnRetention"),
+                Arguments.of(BatchFailsWhole.class, "completeAllReportsOnlyTheKeyWhoseWriteFailedAsFailed"));
     }
 
     @ParameterizedTest(name = "{0} fails {1}")
@@ -56,6 +65,11 @@ class DedupStoreContractCatchesFlawsTest {
     @Test
     void contractPassesReferenceStoreThroughLauncher() {
         assertThat(failedTests(ReferenceDedupStoreTest.class)).isEmpty();
+    }
+
+    @Test
+    void contractPassesStoreThatLeavesCompleteAllToTheSpiDefaultThroughLauncher() {
+        assertThat(failedTests(SpiDefaultCompleteAllTest.class)).isEmpty();
     }
 
     private static List<String> failedTests(Class<?> testClass) {
@@ -76,6 +90,7 @@ class DedupStoreContractCatchesFlawsTest {
 
     abstract static class Flawed extends DedupStoreContract {
         private final Flaw flaw;
+        private ReferenceDedupStore store;
 
         Flawed(Flaw flaw) {
             this.flaw = flaw;
@@ -83,7 +98,14 @@ class DedupStoreContractCatchesFlawsTest {
 
         @Override
         protected DedupStore createStore(ManualTicker ticker) {
-            return new ReferenceDedupStore(ticker, flaw);
+            store = new ReferenceDedupStore(ticker, flaw);
+            return store;
+        }
+
+        @Override
+        protected boolean failWritesOf(StoreKey key) {
+            store.failWritesOf(key);
+            return true;
         }
     }
 
@@ -138,6 +160,30 @@ class DedupStoreContractCatchesFlawsTest {
     static class RenewsLeaseOnStart extends Flawed {
         RenewsLeaseOnStart() {
             super(Flaw.RENEWS_LEASE_ON_START);
+        }
+    }
+
+    static class BatchIgnoresTokens extends Flawed {
+        BatchIgnoresTokens() {
+            super(Flaw.BATCH_IGNORES_TOKENS);
+        }
+    }
+
+    static class BatchAnswersInKeyOrder extends Flawed {
+        BatchAnswersInKeyOrder() {
+            super(Flaw.BATCH_ANSWERS_IN_KEY_ORDER);
+        }
+    }
+
+    static class BatchUsesFirstRetention extends Flawed {
+        BatchUsesFirstRetention() {
+            super(Flaw.BATCH_USES_FIRST_RETENTION);
+        }
+    }
+
+    static class BatchFailsWhole extends Flawed {
+        BatchFailsWhole() {
+            super(Flaw.BATCH_FAILS_WHOLE);
         }
     }
 }

@@ -2,10 +2,14 @@ package dev.idem.testkit;
 
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.CompletionRequest;
+import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -19,7 +23,8 @@ import java.util.function.LongSupplier;
 
 /**
  * The simplest store that can be right: one lock, one map. It proves the contract passable, and its
- * {@link Flaw}s prove the contract catches what it claims to catch.
+ * {@link Flaw}s prove the contract catches what it claims to catch. {@code completeAll} is one pass under
+ * the lock; {@link #failWritesOf} makes the fenced writes of a key fail, for the partial-failure test.
  */
 final class ReferenceDedupStore implements DedupStore {
 
@@ -44,6 +49,14 @@ final class ReferenceDedupStore implements DedupStore {
         FORGETS_STARTS_ON_TAKEOVER,
         /** recordStart renews the owner's lease, as a write that sets the whole claim again might. */
         RENEWS_LEASE_ON_START,
+        /** completeAll checks the token of a batch's first entry only, as if fencing were once per batch. */
+        BATCH_IGNORES_TOKENS,
+        /** completeAll answers in key order, as a store that sorts its batch and forgets to sort back. */
+        BATCH_ANSWERS_IN_KEY_ORDER,
+        /** completeAll keeps every key of a batch for the first entry's retention. */
+        BATCH_USES_FIRST_RETENTION,
+        /** completeAll reports every key of a batch failed when the write of one of them failed. */
+        BATCH_FAILS_WHOLE,
     }
 
     private record State(long token, int attempts, String fingerprint, boolean completed,
@@ -54,7 +67,7 @@ final class ReferenceDedupStore implements DedupStore {
     private final AtomicLong tokens = new AtomicLong();
     private final LongSupplier ticker;
     private final Flaw flaw;
-
+    private final Set<StoreKey> failing = ConcurrentHashMap.newKeySet();
 
     ReferenceDedupStore(LongSupplier ticker, Flaw flaw) {
         this.ticker = ticker;
@@ -105,12 +118,49 @@ final class ReferenceDedupStore implements DedupStore {
 
     @Override
     public synchronized boolean complete(StoreKey key, long token, Duration retention) {
+        return completeOne(key, token, retention, flaw == Flaw.IGNORES_TOKENS);
+    }
+
+    @Override
+    public synchronized List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+        List<CompletionResult> results = new ArrayList<>(requests.size());
+        StoreException failed = null;
+        for (int i = 0; i < requests.size(); i++) {
+            CompletionRequest request = requests.get(i);
+            Duration retention = flaw == Flaw.BATCH_USES_FIRST_RETENTION ? requests.get(0).retention()
+                    : request.retention();
+            boolean anyToken = flaw == Flaw.IGNORES_TOKENS || flaw == Flaw.BATCH_IGNORES_TOKENS && i > 0;
+            try {
+                results.add(completeOne(request.key(), request.token(), retention, anyToken)
+                        ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
+            } catch (StoreException e) {
+                failed = e;
+                results.add(new CompletionResult.Failed(e));
+            }
+        }
+        if (flaw == Flaw.BATCH_FAILS_WHOLE && failed != null) {
+            CompletionResult whole = new CompletionResult.Failed(failed);
+            results.replaceAll(ignored -> whole);
+        }
+        if (flaw == Flaw.BATCH_ANSWERS_IN_KEY_ORDER) {
+            List<Integer> byKey = new ArrayList<>();
+            for (int i = 0; i < requests.size(); i++) {
+                byKey.add(i);
+            }
+            byKey.sort(Comparator.comparing(i -> requests.get(i).key().id()));
+            return byKey.stream().map(results::get).toList();
+        }
+        return results;
+    }
+
+    private boolean completeOne(StoreKey key, long token, Duration retention, boolean anyToken) {
+        failIfFailing(key);
         long now = ticker.getAsLong();
         State done = live(storageKey(key), now);
         if (done != null && done.completed()) {
-            return done.token() == token;
+            return anyToken || done.token() == token;
         }
-        State state = owned(key, token, now);
+        State state = owned(key, token, now, anyToken);
         if (state == null) {
             return false;
         }
@@ -119,8 +169,20 @@ final class ReferenceDedupStore implements DedupStore {
         return true;
     }
 
+    /** From now on, complete, release, renew and recordStart of {@code key} fail; other keys are untouched. */
+    void failWritesOf(StoreKey key) {
+        failing.add(key);
+    }
+
+    private void failIfFailing(StoreKey key) {
+        if (failing.contains(key)) {
+            throw new StoreException("The reference store was told to fail writes of " + key, false);
+        }
+    }
+
     @Override
     public synchronized boolean release(StoreKey key, long token) {
+        failIfFailing(key);
         if (owned(key, token, ticker.getAsLong()) == null) {
             return false;
         }
@@ -130,6 +192,7 @@ final class ReferenceDedupStore implements DedupStore {
 
     @Override
     public synchronized boolean renew(StoreKey key, long token, Duration lease) {
+        failIfFailing(key);
         long now = ticker.getAsLong();
         State state = owned(key, token, now);
         if (state == null) {
@@ -156,6 +219,7 @@ final class ReferenceDedupStore implements DedupStore {
     }
 
     private int recordStartOnce(StoreKey key, long token) {
+        failIfFailing(key);
         long now = ticker.getAsLong();
         State state = owned(key, token, now);
         if (state == null) {
@@ -185,8 +249,12 @@ final class ReferenceDedupStore implements DedupStore {
     }
 
     private State owned(StoreKey key, long token, long now) {
+        return owned(key, token, now, flaw == Flaw.IGNORES_TOKENS);
+    }
+
+    private State owned(StoreKey key, long token, long now, boolean anyToken) {
         State state = live(storageKey(key), now);
-        if (state == null || state.completed() || (state.token() != token && flaw != Flaw.IGNORES_TOKENS)) {
+        if (state == null || state.completed() || (state.token() != token && !anyToken)) {
             return null;
         }
         return state;

@@ -6,8 +6,8 @@ import java.time.Duration;
 import java.util.Arrays;
 
 /**
- * One key to write, encoded for the table: namespace, id and fingerprint as UTF-8 bytes, durations
- * as microseconds the database adds to its own clock.
+ * One key to write (claim or complete), encoded for the table: namespace, id and fingerprint as UTF-8 bytes,
+ * durations as microseconds the database adds to its own clock.
  *
  * @param index the request's position in its batch
  * @param leaseMicros the lease from now; {@code null} for a row written completed
@@ -28,6 +28,15 @@ record ClaimRow(int index, byte[] namespace, byte[] id, byte[] fingerprint, int 
     static ClaimRow completed(StoreKey key, String fingerprint, Duration retention, long token) {
         return new ClaimRow(0, namespace(key), id(key), utf8(fingerprint, "fingerprint"), Dialect.COMPLETED, token,
                 null, micros(retention));
+    }
+
+    /**
+     * A completion of a batch: the key and the owner's token, and the retention as {@code expiresMicros}.
+     *
+     * @param index the request's position in its batch
+     */
+    static ClaimRow completion(int index, StoreKey key, long token, Duration retention) {
+        return new ClaimRow(index, namespace(key), id(key), null, Dialect.COMPLETED, token, null, micros(retention));
     }
 
     /** The same row with another token, for a new try. */

@@ -1,11 +1,19 @@
 package dev.idem.store.jdbc;
 
+import java.nio.ByteBuffer;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.statement.PreparedBatch;
+import org.jdbi.v3.core.statement.Query;
 
 /**
  * What differs between databases: the driver, the table's DDL, the time arithmetic on the database's
@@ -51,6 +59,9 @@ abstract class Dialect {
     static final int MAX_ROWS_PER_STATEMENT = 1000;
 
     final String table;
+
+    /** {@link #completedByAny} per number of keys. */
+    private final Map<Integer, String> completedByAnyStatements = new ConcurrentHashMap<>();
 
     Dialect(String table) {
         this.table = table;
@@ -104,6 +115,19 @@ abstract class Dialect {
     /** The URL handed to the driver; a dialect may add what its driver needs. */
     String driverUrl(String url) {
         return url;
+    }
+
+    /**
+     * The driver's own timeouts, as its properties, that bound connecting and logging in ({@code connect}) and
+     * waiting for any answer of the server ({@code socket}, zero for none); none for an embedded database.
+     */
+    Map<String, String> driverTimeouts(Duration connect, Duration socket) {
+        return Map.of();
+    }
+
+    /** Whole seconds, rounded up, as drivers that count in seconds take them. */
+    static String seconds(Duration d) {
+        return Long.toString((d.toMillis() + 999) / 1000);
     }
 
     /** Statements that create the table and its index if absent. */
@@ -191,6 +215,129 @@ abstract class Dialect {
     String completedBy() {
         return "SELECT COUNT(*) FROM " + table + " WHERE namespace = ? AND id = ? AND token = ? AND state = "
                 + COMPLETED + " AND expires_at > " + now();
+    }
+
+    /**
+     * Completes one key as {@code complete} answers it: the {@link #complete()} update, and when it changed no
+     * row, whether that token already completed the key ({@link #completedBy()}), so a retry after a timeout
+     * whose write did land is not mistaken for a lost lease.
+     */
+    final boolean completeOne(Handle handle, byte[] namespace, byte[] id, long token, long retentionMicros) {
+        int updated = handle.createUpdate(complete())
+                .bind(0, retentionMicros).bind(1, namespace).bind(2, id).bind(3, token)
+                .execute();
+        return updated > 0 || handle.createQuery(completedBy())
+                .bind(0, namespace).bind(1, id).bind(2, token)
+                .mapTo(Integer.class).one() > 0;
+    }
+
+    /**
+     * Completes each of {@code rows} (a key, its owner's token, and its retention as
+     * {@link ClaimRow#expiresMicros()}) exactly as {@link #completeOne} would, and answers per row whether the
+     * key is now completed with that row's token.
+     *
+     * <p>Here: {@link #complete()} for every row as one JDBC batch, which drivers send in one round trip
+     * (MariaDB's pipelines it), inside one transaction, so that the batch costs one commit and not one per
+     * row; the update count of each row tells whether it completed the key, and one read
+     * ({@link #alreadyCompleted}) then finds the keys its token had completed before. A driver that does not
+     * count each row (MariaDB's bulk mode, {@code useBulkStmts}, for statements prepared without generated keys;
+     * Jdbi prepares them with) leaves no way to tell which rows it completed: the transaction is then rolled
+     * back and the rows are completed one by one.
+     *
+     * @param rows at most {@link #MAX_ROWS_PER_STATEMENT}; distinct pairs of key and token, sorted by key so
+     *        that concurrent batches lock rows in one order
+     */
+    boolean[] completeAll(Handle handle, List<ClaimRow> rows) {
+        int[] counts;
+        handle.begin();
+        try {
+            PreparedBatch batch = handle.prepareBatch(complete());
+            for (ClaimRow row : rows) {
+                batch.bind(0, row.expiresMicros()).bind(1, row.namespace()).bind(2, row.id()).bind(3, row.token())
+                        .add();
+            }
+            counts = batch.execute();
+            if (countsEachRow(counts, rows.size())) {
+                handle.commit();
+            } else {
+                handle.rollback();
+                counts = null;
+            }
+        } catch (RuntimeException e) {
+            try {
+                handle.rollback();
+            } catch (RuntimeException rollback) {
+                e.addSuppressed(rollback);
+            }
+            throw e;
+        }
+        boolean[] done = new boolean[rows.size()];
+        for (int i = 0; i < done.length; i++) {
+            ClaimRow row = rows.get(i);
+            done[i] = counts != null ? counts[i] > 0
+                    : completeOne(handle, row.namespace(), row.id(), row.token(), row.expiresMicros());
+        }
+        return counts != null ? alreadyCompleted(handle, rows, done) : done;
+    }
+
+    private static boolean countsEachRow(int[] counts, int rows) {
+        if (counts.length != rows) {
+            return false;
+        }
+        for (int count : counts) {
+            if (count < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Marks each row not {@code done} whose key is completed with the row's token and still remembered: a
+     * completion retried after one that landed. One read of those keys, listed in a statement of a power-of-two
+     * number of keys (the last repeated), so that few statement texts reach the caches.
+     */
+    final boolean[] alreadyCompleted(Handle handle, List<ClaimRow> rows, boolean[] done) {
+        List<ClaimRow> rest = new ArrayList<>();
+        for (int i = 0; i < done.length; i++) {
+            if (!done[i]) {
+                rest.add(rows.get(i));
+            }
+        }
+        if (rest.isEmpty()) {
+            return done;
+        }
+        int size = rest.size() == 1 ? 1 : Integer.highestOneBit(rest.size() - 1) << 1;
+        Query read = handle.createQuery(completedByAnyStatements.computeIfAbsent(size, this::completedByAny));
+        int position = 0;
+        for (int j = 0; j < size; j++) {
+            ClaimRow row = rest.get(Math.min(j, rest.size() - 1));
+            read.bind(position++, row.namespace()).bind(position++, row.id());
+        }
+        Set<ByteBuffer> completed = new HashSet<>();
+        read.map((rs, ctx) -> rowKey(rs.getBytes(1), rs.getBytes(2), rs.getLong(3))).forEach(completed::add);
+        for (int i = 0; i < done.length; i++) {
+            ClaimRow row = rows.get(i);
+            done[i] = done[i] || completed.contains(rowKey(row.namespace(), row.id(), row.token()));
+        }
+        return done;
+    }
+
+    /** Reads namespace, id and token of those of {@code keys} (namespace, id) pairs completed and remembered. */
+    private String completedByAny(int keys) {
+        StringBuilder sql = new StringBuilder("SELECT namespace, id, token FROM ").append(table)
+                .append(" WHERE state = ").append(COMPLETED).append(" AND expires_at > ").append(now())
+                .append(" AND (namespace, id) IN (");
+        for (int i = 0; i < keys; i++) {
+            sql.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+        }
+        return sql.append(')').toString();
+    }
+
+    /** A set key for namespace, id and token that cannot confuse one split of the bytes for another. */
+    static ByteBuffer rowKey(byte[] namespace, byte[] id, long token) {
+        return ByteBuffer.allocate(12 + namespace.length + id.length).putInt(namespace.length).put(namespace).put(id)
+                .putLong(token).flip();
     }
 
     /** Deletes a live claim of the token's owner. Parameters: namespace, id, token. */

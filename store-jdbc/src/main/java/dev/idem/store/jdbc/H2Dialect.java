@@ -1,22 +1,31 @@
 package dev.idem.store.jdbc;
 
 import dev.idem.spi.StoreKey;
+import java.nio.ByteBuffer;
 import java.sql.SQLException;
+import java.sql.Types;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.statement.Query;
 
 /**
  * H2, the embedded default: {@code MERGE INTO ... USING (VALUES ...)} with a conditional
  * {@code WHEN MATCHED}, then a read of the batch's rows. H2 re-checks the {@code WHEN MATCHED}
  * condition on a row's latest version once it holds the row's lock, so two racing takeovers cannot
  * both succeed. Two racing inserts of a new key make one fail with a duplicate key, which the store
- * runs again.
+ * runs again. A batch completion is one such {@code MERGE} with no {@code WHEN NOT MATCHED}, read
+ * through {@code FINAL TABLE} for the rows it completed.
  */
 final class H2Dialect extends UpsertThenReadDialect {
 
     // Lock timeout, concurrent update, connection broken, database closed.
     private static final Set<Integer> RETRIABLE_CODES = Set.of(50200, 90131, 90067, 90098);
+
+    private final Map<Integer, String> completeAlls = new ConcurrentHashMap<>();
 
     H2Dialect(String table) {
         super(table);
@@ -102,6 +111,53 @@ final class H2Dialect extends UpsertThenReadDialect {
                 .append(" WHEN NOT MATCHED THEN INSERT (namespace, id, state, token, attempts, fingerprint, lease_until,")
                 .append(" expires_at, starts) VALUES (r.namespace, r.id, r.state, r.token, 1, r.fingerprint, ")
                 .append(leaseUntil).append(", ").append(expiresAt).append(", 0)")
+                .toString();
+    }
+
+    /**
+     * One statement: the merge completes the rows whose token owns a live claim and returns them, and only
+     * when it left some alone does one read follow ({@link #alreadyCompleted}). The rows are listed in a
+     * statement of a power-of-two size, the rest filled with NULLs that match no row, so that few statement
+     * texts reach the caches.
+     */
+    @Override
+    boolean[] completeAll(Handle handle, List<ClaimRow> rows) {
+        int n = rows.size();
+        int size = n == 1 ? 1 : Integer.highestOneBit(n - 1) << 1;
+        Query merge = handle.createQuery(completeAlls.computeIfAbsent(size, this::completeAll));
+        int position = 0;
+        for (ClaimRow row : rows) {
+            merge.bind(position++, row.namespace()).bind(position++, row.id()).bind(position++, row.token())
+                    .bind(position++, row.expiresMicros());
+        }
+        for (int i = n; i < size; i++) {
+            merge.bindNull(position++, Types.VARBINARY).bindNull(position++, Types.VARBINARY)
+                    .bindNull(position++, Types.BIGINT).bindNull(position++, Types.BIGINT);
+        }
+        Set<ByteBuffer> completed = new HashSet<>();
+        merge.map((rs, ctx) -> rowKey(rs.getBytes(1), rs.getBytes(2), rs.getLong(3))).forEach(completed::add);
+        boolean[] done = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            ClaimRow row = rows.get(i);
+            done[i] = completed.contains(rowKey(row.namespace(), row.id(), row.token()));
+        }
+        return alreadyCompleted(handle, rows, done);
+    }
+
+    private String completeAll(int rows) {
+        String now = now();
+        String row = "(CAST(? AS VARBINARY(" + MAX_NAMESPACE_BYTES + ")), CAST(? AS VARBINARY(" + StoreKey.MAX_ID_BYTES
+                + ")), CAST(? AS BIGINT), CAST(? AS BIGINT))";
+        StringBuilder sql = new StringBuilder("SELECT namespace, id, token FROM FINAL TABLE (MERGE INTO ")
+                .append(table).append(" k USING (VALUES ");
+        for (int i = 0; i < rows; i++) {
+            sql.append(i == 0 ? row : ", " + row);
+        }
+        return sql.append(") AS r(namespace, id, token, retention_us)")
+                .append(" ON k.namespace = r.namespace AND k.id = r.id AND k.token = r.token")
+                .append(" WHEN MATCHED AND k.state = ").append(CLAIMED).append(" AND k.expires_at > ").append(now)
+                .append(" THEN UPDATE SET state = ").append(COMPLETED).append(", lease_until = NULL, expires_at = ")
+                .append(plusMicros(now, "r.retention_us")).append(')')
                 .toString();
     }
 

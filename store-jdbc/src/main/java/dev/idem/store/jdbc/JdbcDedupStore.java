@@ -6,6 +6,8 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.CompletionRequest;
+import dev.idem.spi.CompletionResult;
 import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
@@ -38,6 +40,9 @@ import org.jdbi.v3.core.Jdbi;
  * conditioned on the token. A batch claim sends its distinct keys sorted (so concurrent batches lock
  * rows in one order) in statements of at most {@value Dialect#MAX_ROWS_PER_STATEMENT} keys; a key
  * repeated in the batch is sent once, and its repeats answer from the first request's result.
+ * A batch completion is one statement per {@value Dialect#MAX_ROWS_PER_STATEMENT} keys (PostgreSQL, H2) or
+ * one JDBC batch in one transaction (MariaDB, MySQL), answering per key as {@code complete} would; only keys
+ * it left alone (a retry, a stale token) cost a read more, in a statement of its own.
  * {@code recordStart} is one conditional update of the row's {@code starts}, which answers the new count
  * itself where the database can (PostgreSQL {@code RETURNING}, H2 {@code FINAL TABLE}) and is read back in
  * the same transaction elsewhere (MariaDB, MySQL); it leaves the lease and the attempts alone.
@@ -189,15 +194,81 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         Objects.requireNonNull(retention, "retention");
         byte[] namespace = ClaimRow.namespace(key);
         byte[] id = ClaimRow.id(key);
-        return call("complete", handle -> {
-            int updated = handle.createUpdate(dialect.complete())
-                    .bind(0, ClaimRow.micros(retention)).bind(1, namespace).bind(2, id).bind(3, token)
-                    .execute();
-            // Not our live claim: still true if our own earlier complete landed (a retry after a timeout).
-            return updated > 0 || handle.createQuery(dialect.completedBy())
-                    .bind(0, namespace).bind(1, id).bind(2, token)
-                    .mapTo(Integer.class).one() > 0;
-        });
+        long retentionMicros = ClaimRow.micros(retention);
+        return call("complete", handle -> dialect.completeOne(handle, namespace, id, token, retentionMicros));
+    }
+
+    /**
+     * Sends each distinct pair of key and token once, sorted by key, in statements of at most
+     * {@value Dialect#MAX_ROWS_PER_STATEMENT} keys (see the dialects for how each answers per key); a pair
+     * repeated in the batch answers as its first request did, as a second {@code complete} of it would.
+     * Statements run one after the other, each committed on its own: if one fails after others landed, its
+     * keys and those of the statements not yet sent are {@link CompletionResult.Failed}; if the first fails,
+     * nothing landed and the call throws.
+     */
+    @Override
+    public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+        int size = requests.size();
+        if (size == 0) {
+            return List.of();
+        }
+        CompletionResult[] results = new CompletionResult[size];
+        int[] firstOf = new int[size];
+        Map<Completion, Integer> first = new HashMap<>(size * 2);
+        List<ClaimRow> pending = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            CompletionRequest request = requests.get(i);
+            Integer earlier = first.putIfAbsent(new Completion(request.key(), request.token()), i);
+            firstOf[i] = earlier == null ? i : earlier;
+            if (earlier == null) {
+                pending.add(ClaimRow.completion(i, request.key(), request.token(), request.retention()));
+            }
+        }
+        Collections.sort(pending);
+        StoreException failure = null;
+        for (int from = 0; from < pending.size(); from += Dialect.MAX_ROWS_PER_STATEMENT) {
+            List<ClaimRow> chunk = pending.subList(from, Math.min(pending.size(), from + Dialect.MAX_ROWS_PER_STATEMENT));
+            if (failure == null) {
+                try {
+                    boolean[] done = call("completion of " + chunk.size() + (chunk.size() == 1 ? " key" : " keys"),
+                            handle -> completeChunk(handle, chunk));
+                    for (int j = 0; j < chunk.size(); j++) {
+                        results[chunk.get(j).index()] = done[j] ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER;
+                    }
+                    continue;
+                } catch (StoreException e) {
+                    if (from == 0) {
+                        throw e;
+                    }
+                    failure = e;
+                }
+            }
+            for (ClaimRow row : chunk) {
+                results[row.index()] = new CompletionResult.Failed(failure);
+            }
+        }
+        for (int i = 0; i < size; i++) {
+            results[i] = results[firstOf[i]];
+        }
+        return List.of(results);
+    }
+
+    /** A key with the token completing it: requests for the same pair in one batch are sent once. */
+    private record Completion(StoreKey key, long token) {
+    }
+
+    private boolean[] completeChunk(Handle handle, List<ClaimRow> rows) {
+        for (int run = 1; ; run++) {
+            try {
+                return dialect.completeAll(handle, rows);
+            } catch (RuntimeException e) {
+                // Each run is one statement or one transaction, rolled back whole when it lost a race.
+                if (run >= MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
+                    throw e;
+                }
+                backOff(run);
+            }
+        }
     }
 
     @Override

@@ -12,6 +12,8 @@ import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import org.jdbi.v3.core.Jdbi;
@@ -33,6 +35,11 @@ import org.jdbi.v3.core.Jdbi;
  *
  * <p>The store is also an {@link dev.idem.spi.InspectableDedupStore}: its {@code stats} is one exact
  * {@code COUNT(*)} over the table's live rows, never truncated, whose cost grows with the table.
+ *
+ * <p>No call waits forever on a database that stops answering: connecting and logging in take at most
+ * {@code pool.connection-timeout} (the driver's connect and login timeouts), and each answer at most
+ * {@code socket-timeout} (its socket timeout), unless {@code properties} or the URL set those driver settings;
+ * then the call fails with a retriable {@link StoreException} naming the URL. An embedded H2 file has no socket.
  *
  * <p>Stateless and thread-safe, as every provider is; {@link #create} connects, prepares the table
  * and starts the purge. Found through {@link java.util.ServiceLoader}.
@@ -87,7 +94,18 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
             .defaultValue(Duration.ofSeconds(5))
             .atLeast(Duration.ofMillis(250))
             .doc("How long a call waits for a connection (from the pool, or a new one from the database) before "
-                    + "failing with a retriable store error.");
+                    + "failing with a retriable store error. It also bounds connecting to the database and logging in "
+                    + "(the driver's connectTimeout, and loginTimeout on PostgreSQL), so a server that accepts the "
+                    + "connection and never answers fails the start within it, unless properties set those.");
+
+    /** {@code store.jdbc.socket-timeout}. */
+    public static final ConfigKey<Duration> SOCKET_TIMEOUT = ConfigKey.duration("socket-timeout")
+            .defaultValue(Duration.ofSeconds(60))
+            .validate(d -> d.isZero() || d.compareTo(Duration.ofSeconds(1)) >= 0, "be 0 (none) or at least 1s")
+            .doc("How long one call waits for the database to answer before the connection is dropped and the call "
+                    + "fails with a retriable store error (the driver's socketTimeout, unless properties set it); 0 "
+                    + "waits forever. In transactional mode a handler's own statements run on the store's connection: "
+                    + "keep it above the longest of them.");
 
     /** {@code store.jdbc.purge.interval}. */
     public static final ConfigKey<Duration> PURGE_INTERVAL = ConfigKey.duration("purge.interval")
@@ -117,6 +135,7 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
             .define(SCHEMA)
             .define(POOL_MAXIMUM_SIZE)
             .define(POOL_CONNECTION_TIMEOUT)
+            .define(SOCKET_TIMEOUT)
             .define(PURGE_INTERVAL)
             .define(PURGE_BATCH_SIZE)
             .define(PROPERTIES)
@@ -170,6 +189,21 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
         }
     }
 
+    /**
+     * The driver timeouts that bound connecting, logging in and each answer, as driver properties, leaving out
+     * those the user set in {@code properties} or in the URL's parameters. Without them a server that accepts the
+     * connection and never answers would hang the start, or a call, forever: the pool's own timeout only bounds
+     * waiting for a pooled connection, not the driver's reads.
+     */
+    static Map<String, String> driverTimeouts(String url, Duration connect, Duration socket,
+            Map<String, String> userProperties) {
+        Map<String, String> timeouts = new LinkedHashMap<>(Dialect.forUrl(url, "t").driverTimeouts(connect, socket));
+        String query = url.indexOf('?') < 0 ? "" : url.substring(url.indexOf('?')).toLowerCase(Locale.ROOT);
+        timeouts.keySet().removeIf(name -> userProperties.keySet().stream().anyMatch(name::equalsIgnoreCase)
+                || query.matches(".*[?&;]" + name.toLowerCase(Locale.ROOT) + "=.*"));
+        return timeouts;
+    }
+
     private static HikariDataSource connect(PluginConfig config, Dialect dialect, Failures failures) {
         HikariConfig pool = new HikariConfig();
         pool.setPoolName("idem-store-jdbc-" + dialect.table);
@@ -186,6 +220,8 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
         pool.setAutoCommit(true);
         // MariaDB defaults to REPEATABLE READ, whose gap locks make concurrent upserts deadlock far more.
         pool.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
+        driverTimeouts(config.get(URL), config.get(POOL_CONNECTION_TIMEOUT), config.get(SOCKET_TIMEOUT),
+                config.get(PROPERTIES)).forEach(pool::addDataSourceProperty);
         config.get(PROPERTIES).forEach(pool::addDataSourceProperty);
         try {
             return new HikariDataSource(pool);

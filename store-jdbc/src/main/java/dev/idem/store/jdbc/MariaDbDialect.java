@@ -3,6 +3,7 @@ package dev.idem.store.jdbc;
 import dev.idem.spi.StoreKey;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -70,6 +71,13 @@ final class MariaDbDialect extends UpsertThenReadDialect {
     @Override
     String driverClassName() {
         return "org.mariadb.jdbc.Driver";
+    }
+
+    /** The MariaDB driver counts in milliseconds; its connectTimeout also bounds the handshake. */
+    @Override
+    Map<String, String> driverTimeouts(Duration connect, Duration socket) {
+        return Map.of("connectTimeout", Long.toString(connect.toMillis()), "socketTimeout",
+                Long.toString(socket.toMillis()));
     }
 
     /** The MariaDB driver takes a {@code jdbc:mysql:} URL only when the URL itself permits it. */

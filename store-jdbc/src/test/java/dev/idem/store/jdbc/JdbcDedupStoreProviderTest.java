@@ -34,7 +34,7 @@ class JdbcDedupStoreProviderTest {
         var spec = PROVIDER.configSpec();
 
         assertThat(spec.names()).containsExactly("url", "username", "password", "table", "schema",
-                "pool.maximum-size", "pool.connection-timeout", "purge.interval", "purge.batch-size", "properties");
+                "pool.maximum-size", "pool.connection-timeout", "socket-timeout", "purge.interval", "purge.batch-size", "properties");
         assertThat(spec.key("url").isRequired()).isTrue();
         assertThat(spec.key("password").type()).isEqualTo(ConfigKey.Type.SECRET);
         assertThat(spec.key("table").defaultValue()).isEqualTo("idem_keys");

@@ -96,6 +96,14 @@ final class Failures {
                 + ".key-prefix: give Idem a prefix of its own.", false);
     }
 
+    /**
+     * A Redis error answered for one key inside a script that went on with the other keys ({@code message} is
+     * the error's text, starting with its code), judged as the same error failing a whole call would be.
+     */
+    StoreException refused(String operation, String message) {
+        return refused(operation, new RedisCommandExecutionException(message));
+    }
+
     private StoreException refused(String operation, RedisCommandExecutionException refused) {
         String message = String.valueOf(refused.getMessage());
         int space = message.indexOf(' ');

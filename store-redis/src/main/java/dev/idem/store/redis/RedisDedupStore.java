@@ -5,8 +5,11 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.CompletionRequest;
+import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
@@ -53,6 +56,13 @@ import java.util.concurrent.TimeoutException;
  * per key, and every time comparison reads the server's clock: the processes sharing a store need not
  * agree on the time. A claim's retry-after is the rest of the owner's lease by that clock.
  *
+ * <p>A batch of claims, and a batch of completions ({@code complete_all.lua}), is one script call per batch,
+ * or in Cluster mode one per hash slot, all sent at once. Within a completion script each key is completed
+ * on its own, as {@code complete.lua} would, and a key whose own write fails (a value another application
+ * wrote under the prefix, a write refused for memory) answers its error while the other keys go on; a slot
+ * whose call fails as a whole answers {@link CompletionResult.Failed} for its keys alone, and only a batch
+ * of which no call was answered throws.
+ *
  * <p>As an {@link InspectableDedupStore}: {@code inspect} and {@code delete} are one script each, atomic per
  * key. {@code expiresAt} is the time left by the server's clock (µs for a lease, whole ms for a completed
  * key's TTL) added to this host's clock when the reply arrives, so it is late by at most the round trip.
@@ -73,12 +83,14 @@ final class RedisDedupStore implements InspectableDedupStore {
 
     private static final LuaScript CLAIM = LuaScript.named("claim");
     private static final LuaScript COMPLETE = LuaScript.named("complete");
+    private static final LuaScript COMPLETE_ALL = LuaScript.named("complete_all");
     private static final LuaScript RELEASE = LuaScript.named("release");
     private static final LuaScript RENEW = LuaScript.named("renew");
     private static final LuaScript INSPECT = LuaScript.named("inspect");
     private static final LuaScript DELETE = LuaScript.named("delete");
     private static final LuaScript START = LuaScript.named("start");
-    private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, RELEASE, RENEW, START, INSPECT, DELETE);
+    private static final List<LuaScript> SCRIPTS =
+            List.of(CLAIM, COMPLETE, COMPLETE_ALL, RELEASE, RENEW, START, INSPECT, DELETE);
 
     /** How many keys one {@code SCAN} call of {@link #stats()} asks for. */
     static final int STATS_PAGE = 1000;
@@ -152,6 +164,45 @@ final class RedisDedupStore implements InspectableDedupStore {
     @Override
     public boolean complete(StoreKey key, long token, Duration retention) {
         return yes(COMPLETE, "a complete", key, ascii(token), ascii(millis(retention)));
+    }
+
+    @Override
+    public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+        int size = requests.size();
+        if (size == 0) {
+            return List.of();
+        }
+        byte[][] redisKeys = new byte[size][];
+        for (int i = 0; i < size; i++) {
+            redisKeys[i] = keys.encode(requests.get(i).key());
+        }
+        int[][] groups = connection.cluster() ? bySlot(redisKeys) : oneGroup(redisKeys);
+        List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
+        for (int[] group : groups) {
+            replies.add(COMPLETE_ALL.run(redis, ScriptOutputType.MULTI, keysOf(group, redisKeys),
+                    completionArgs(group, requests)));
+        }
+        String operation = "a completion of " + size + (size == 1 ? " key" : " keys");
+        long deadline = System.nanoTime() + waitNanos;
+        CompletionResult[] results = new CompletionResult[size];
+        StoreException firstFailure = null;
+        int failedGroups = 0;
+        for (int g = 0; g < groups.length; g++) {
+            try {
+                decodeCompletions(groups[g], await(replies.get(g), operation, deadline), requests, results, operation);
+            } catch (StoreException e) {
+                // Other slots' calls may have landed: only this call's keys are in doubt.
+                failedGroups++;
+                firstFailure = firstFailure == null ? e : firstFailure;
+                for (int i : groups[g]) {
+                    results[i] = new CompletionResult.Failed(e);
+                }
+            }
+        }
+        if (failedGroups == groups.length) {
+            throw firstFailure;
+        }
+        return List.of(results);
     }
 
     @Override
@@ -355,6 +406,38 @@ final class RedisDedupStore implements InspectableDedupStore {
         }
     }
 
+    /** Reads one group's reply to {@code complete_all.lua}: 1, 0, or the error text of that key's own failure. */
+    private void decodeCompletions(int[] group, List<Object> reply, List<CompletionRequest> requests,
+            CompletionResult[] results, String operation) {
+        if (reply == null || reply.size() != group.length) {
+            throw failures.unexpectedReply(operation, reply == null ? null : reply.size() + " values for "
+                    + group.length + " keys");
+        }
+        for (int j = 0; j < group.length; j++) {
+            int i = group[j];
+            Object answer = reply.get(j);
+            if (answer instanceof Long done && (done == 0 || done == 1)) {
+                results[i] = done == 1 ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER;
+            } else if (answer instanceof byte[] error) {
+                results[i] = new CompletionResult.Failed(failures.refused(
+                        describe("a batched completion", requests.get(i).key()),
+                        new String(error, StandardCharsets.UTF_8)));
+            } else {
+                throw failures.unexpectedReply(operation, answer);
+            }
+        }
+    }
+
+    private static byte[][] completionArgs(int[] group, List<CompletionRequest> requests) {
+        byte[][] args = new byte[group.length * 2][];
+        for (int j = 0; j < group.length; j++) {
+            CompletionRequest request = requests.get(group[j]);
+            args[2 * j] = ascii(request.token());
+            args[2 * j + 1] = ascii(millis(request.retention()));
+        }
+        return args;
+    }
+
     private static byte[][] claimArgs(int[] group, List<ClaimRequest> requests, long[] tokens) {
         byte[][] args = new byte[group.length * 4][];
         for (int j = 0; j < group.length; j++) {
@@ -372,7 +455,7 @@ final class RedisDedupStore implements InspectableDedupStore {
     /**
      * Groups the indexes of {@code keys} by Redis Cluster hash slot, as a script may only touch keys of one
      * slot. Within a group the indexes keep request order, so of a key repeated in the batch the first
-     * request is the one that acquires it.
+     * request is the one that acquires it, and a key's completions run in the order they were asked for.
      */
     static int[][] bySlot(byte[][] keys) {
         long[] slotAndIndex = new long[keys.length];

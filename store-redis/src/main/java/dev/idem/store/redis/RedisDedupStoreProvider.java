@@ -2,6 +2,7 @@ package dev.idem.store.redis;
 
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
@@ -147,10 +148,25 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
     }
 
     /**
+     * Checks the keys together without connecting: a URI the client cannot parse, Sentinel with {@code cluster},
+     * a username without password, TLS settings without {@code rediss://}, an unreadable CA file.
+     */
+    @Override
+    public List<ConfigProblem> validate(PluginConfig config) {
+        Objects.requireNonNull(config, "config");
+        List<ConfigProblem> problems = new ArrayList<>();
+        String endpoint = withoutPassword(config.get(URI));
+        RedisURI uri = uri(config, endpoint, problems);
+        if (uri != null) {
+            ssl(config, uri, endpoint, problems);
+        }
+        return problems;
+    }
+
+    /**
      * Connects to Redis and loads the store's scripts.
      *
-     * @throws ConfigException if keys contradict each other (Sentinel with {@code cluster}, a username
-     *         without password, TLS settings without {@code rediss://}, an unreadable CA file)
+     * @throws ConfigException with what {@link #validate} reports
      * @throws dev.idem.spi.StoreException if Redis cannot be reached (retriable) or refuses the credentials
      */
     @Override
@@ -159,10 +175,12 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         String path = config.path();
         String text = config.get(URI);
         String endpoint = withoutPassword(text);
-        RedisURI uri = uri(config, endpoint);
+        List<ConfigProblem> problems = new ArrayList<>();
+        RedisURI uri = uri(config, endpoint, problems);
+        SslOptions ssl = uri == null ? null : ssl(config, uri, endpoint, problems);
+        ConfigProblem.throwIfAny(problems);
         boolean cluster = config.get(CLUSTER);
         Duration timeout = config.get(COMMAND_TIMEOUT);
-        SslOptions ssl = ssl(config, uri, endpoint);
         uri.setTimeout(timeout);
 
         Failures failures = new Failures(endpoint, path, timeout);
@@ -182,27 +200,30 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         }
     }
 
-    private static RedisURI uri(PluginConfig config, String endpoint) {
+    /** The client's URI with the credentials set; {@code null} when anything was added to {@code problems}. */
+    private static RedisURI uri(PluginConfig config, String endpoint, List<ConfigProblem> problems) {
         String path = config.path();
         RedisURI uri;
         try {
             uri = RedisURI.create(config.get(URI));
         } catch (RuntimeException e) {
-            throw new ConfigException("Invalid value '" + endpoint + "' for " + path + ".uri: " + e.getMessage());
+            problems.add(ConfigProblem.invalid(path + ".uri", endpoint, String.valueOf(e.getMessage())));
+            return null;
         }
-        List<String> problems = new ArrayList<>();
+        int before = problems.size();
         if (config.get(CLUSTER) && !uri.getSentinels().isEmpty()) {
-            problems.add(path + ".cluster is true but " + path + ".uri '" + endpoint + "' names Sentinels; a Redis "
-                    + "Cluster has no Sentinels: give any cluster node as redis:// or rediss://");
+            problems.add(new ConfigProblem(path + ".cluster", path + ".cluster is true but " + path + ".uri '"
+                    + endpoint + "' names Sentinels; a Redis Cluster has no Sentinels: give any cluster node as"
+                    + " redis:// or rediss://"));
         }
         String username = config.get(USERNAME);
         Secret password = config.get(PASSWORD);
         if (username != null && password == null) {
-            problems.add(path + ".username is set but " + path + ".password is not: give both, or neither for "
-                    + "the default user");
+            problems.add(new ConfigProblem(path + ".username", path + ".username is set but " + path + ".password is"
+                    + " not: give both, or neither for the default user"));
         }
-        if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
+        if (problems.size() > before) {
+            return null;
         }
         if (password != null) {
             if (username != null) {
@@ -214,7 +235,8 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         return uri;
     }
 
-    private static SslOptions ssl(PluginConfig config, RedisURI uri, String endpoint) {
+    /** The TLS options, or {@code null} for the JVM's defaults or when a problem was added to {@code problems}. */
+    private static SslOptions ssl(PluginConfig config, RedisURI uri, String endpoint, List<ConfigProblem> problems) {
         String path = config.path();
         String caFile = config.get(TLS_CA_CERTIFICATES);
         if (uri.isSsl()) {
@@ -224,13 +246,15 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
             return null;
         }
         if (!uri.isSsl()) {
-            throw new ConfigException(path + ".tls.ca-certificates is set but " + path + ".uri '" + endpoint
-                    + "' does not use TLS: write rediss:// to use it");
+            problems.add(new ConfigProblem(path + ".tls.ca-certificates", path + ".tls.ca-certificates is set but "
+                    + path + ".uri '" + endpoint + "' does not use TLS: write rediss:// to use it"));
+            return null;
         }
         File file = new File(caFile);
         if (!file.canRead()) {
-            throw new ConfigException("Invalid value '" + caFile + "' for " + path + ".tls.ca-certificates: "
-                    + "must be a readable PEM file of CA certificates");
+            problems.add(ConfigProblem.invalid(path + ".tls.ca-certificates", caFile,
+                    "must be a readable PEM file of CA certificates"));
+            return null;
         }
         return SslOptions.builder().jdkSslProvider().trustManager(file).build();
     }

@@ -5,19 +5,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
+import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
+import dev.idem.spi.CompletionRequest;
+import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
-import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoreContext;
+import dev.idem.spi.StoreKey;
+import dev.idem.spi.StoreStats;
 import dev.idem.testkit.InspectableDedupStoreContract;
 import dev.idem.testkit.ManualTicker;
+import io.lettuce.core.AclSetuserArgs;
+import io.lettuce.core.protocol.CommandType;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -91,6 +100,13 @@ class RedisClusterDedupStoreTest extends InspectableDedupStoreContract {
         return Duration.ofMillis(200);
     }
 
+    /** A value another application wrote under the prefix, on whichever node holds the key. */
+    @Override
+    protected boolean failWritesOf(StoreKey key) {
+        keyspace.redis().set(new RedisKeys(prefix).encode(key), "not ours".getBytes(StandardCharsets.US_ASCII));
+        return true;
+    }
+
     @Test
     void batchSpreadOverEveryNodeIsClaimedInOneCallRepeatsAcquireOnceAndStatsCountEveryNode() throws Exception {
         List<ClaimRequest> batch = new ArrayList<>();
@@ -109,6 +125,54 @@ class RedisClusterDedupStoreTest extends InspectableDedupStoreContract {
             }
         }
         assertThat(inspectable().stats()).as("counted on every master").isEqualTo(new StoreStats(200, 0, false));
+    }
+
+    @Test
+    void nodeThatRefusesScriptsFailsTheCompletionsOfItsOwnKeysAloneAndTheOtherNodesComplete() {
+        List<StoreKey> keys = new ArrayList<>();
+        for (int i = 0; i < 60; i++) {
+            keys.add(key("order-" + i));
+        }
+        List<ClaimResult> claimed = store().claim(keys.stream()
+                .map(key -> new ClaimRequest(key, null, LEASE, CLAIM_RETENTION)).toList());
+        List<CompletionRequest> completions = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            completions.add(new CompletionRequest(keys.get(i), ((Acquired) claimed.get(i)).token(), RETENTION));
+        }
+        RedisServerProcess refusing = nodes.get(1);
+        Set<String> onRefusingNode = new HashSet<>();
+        try (RedisKeyspace node = RedisKeyspace.standalone(refusing.url())) {
+            for (byte[] name : node.keys(RedisKeyspace.glob(prefix, namespace()))) {
+                onRefusingNode.add(new String(name, StandardCharsets.UTF_8));
+            }
+            assertThat(onRefusingNode).as("keys on the refusing node").isNotEmpty().hasSizeLessThan(keys.size());
+
+            node.redis().aclSetuser("default",
+                    AclSetuserArgs.Builder.removeCommand(CommandType.EVALSHA).removeCommand(CommandType.EVAL));
+            List<CompletionResult> results;
+            try {
+                results = store().completeAll(completions);
+            } finally {
+                node.redis().aclSetuser("default", AclSetuserArgs.Builder.allCommands());
+            }
+
+            for (int i = 0; i < keys.size(); i++) {
+                String name = new String(new RedisKeys(prefix).encode(keys.get(i)), StandardCharsets.UTF_8);
+                if (onRefusingNode.contains(name)) {
+                    assertThat(results.get(i)).as("completion of %s on the refusing node", keys.get(i))
+                            .isInstanceOfSatisfying(CompletionResult.Failed.class, failed -> assertThat(failed.cause())
+                                    .satisfies(e -> assertThat(e.retriable()).isFalse())
+                                    .hasMessageContaining("NOPERM"));
+                } else {
+                    assertThat(results.get(i)).as("completion of %s", keys.get(i)).isEqualTo(CompletionResult.COMPLETED);
+                }
+            }
+        }
+
+        assertThat(store().completeAll(completions)).as("once the node runs scripts again")
+                .containsOnly(CompletionResult.COMPLETED);
+        assertThat(store().claim(keys.stream().map(key -> new ClaimRequest(key, null, LEASE, CLAIM_RETENTION)).toList()))
+                .containsOnly(new Duplicate(true));
     }
 
     @Test

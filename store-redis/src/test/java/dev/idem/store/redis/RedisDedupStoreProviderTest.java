@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.DedupStoreProvider;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
@@ -99,6 +100,19 @@ class RedisDedupStoreProviderTest {
                         .with("tls.ca-certificates", "/no/such/ca.pem"), StoreContext.system()))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("Invalid value '/no/such/ca.pem' for store.redis.tls.ca-certificates");
+    }
+
+    @Test
+    void validateReportsEveryContradictionWithItsPathWithoutConnecting() {
+        // Nothing listens on port 1: a validate that connected would fail differently.
+        assertThat(PROVIDER.validate(defaults().with("uri", "redis-sentinel://127.0.0.1:1#primary").with("cluster", true)
+                .with("username", "idem"))).extracting(ConfigProblem::path)
+                .containsExactly("store.redis.cluster", "store.redis.username");
+        assertThat(PROVIDER.validate(defaults().with("uri", "redis://127.0.0.1:1")
+                .with("tls.ca-certificates", "/etc/ssl/ca.pem"))).singleElement().extracting(ConfigProblem::message)
+                .isEqualTo("store.redis.tls.ca-certificates is set but store.redis.uri 'redis://127.0.0.1:1' does not"
+                        + " use TLS: write rediss:// to use it");
+        assertThat(PROVIDER.validate(defaults().with("uri", "redis://127.0.0.1:1"))).isEmpty();
     }
 
     @Test

@@ -7,6 +7,8 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
+import dev.idem.spi.CompletionRequest;
+import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.StoreContext;
@@ -68,6 +70,13 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
         keyspace.advance(RedisKeyspace.glob(prefix, namespace()), duration);
     }
 
+    /** A value another application wrote under the prefix: the store refuses to touch the key. */
+    @Override
+    protected boolean failWritesOf(StoreKey key) {
+        keyspace.redis().set(new RedisKeys(prefix).encode(key), ascii("not ours"));
+        return true;
+    }
+
     /** Real milliseconds pass on the server between a test's calls; this leaves room for a slow CI run. */
     @Override
     protected Duration clockResolution() {
@@ -87,6 +96,26 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
 
         assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
         assertThat(get(name)).isEqualTo("D|" + owner.token() + "|1|0|0|=sha256:aa");
+    }
+
+    @Test
+    void completeAllWritesTheRecordAndTtlThatCompleteWrites() {
+        StoreKey single = key("single");
+        StoreKey batched = key("batched");
+        Acquired one = claim(single, "sha256:aa");
+        Acquired other = claim(batched, "sha256:aa");
+        assertThat(store().recordStart(batched, other.token())).isEqualTo(1);
+
+        assertThat(store().complete(single, one.token(), RETENTION)).isTrue();
+        assertThat(store().completeAll(List.of(new CompletionRequest(batched, other.token(), RETENTION))))
+                .containsExactly(CompletionResult.COMPLETED);
+
+        String prefixOfNames = prefix + namespace().length() + ":" + namespace() + ":";
+        assertThat(get(prefixOfNames + "single")).isEqualTo("D|" + one.token() + "|1|0|0|=sha256:aa");
+        assertThat(get(prefixOfNames + "batched")).as("starts are not kept once completed")
+                .isEqualTo("D|" + other.token() + "|1|0|0|=sha256:aa");
+        assertThat(keyspace.redis().pttl((prefixOfNames + "batched").getBytes(StandardCharsets.UTF_8)))
+                .isBetween(RETENTION.minusSeconds(5).toMillis(), RETENTION.toMillis());
     }
 
     @Test
@@ -211,6 +240,11 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
         keyspace.redis().scriptFlush();
 
         assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
+
+        Acquired next = claim(key("order-2"), null);
+        keyspace.redis().scriptFlush();
+        assertThat(store().completeAll(List.of(new CompletionRequest(key("order-2"), next.token(), RETENTION))))
+                .containsExactly(CompletionResult.COMPLETED);
     }
 
     @Test
@@ -238,6 +272,32 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
                 .hasMessageContaining("refused a claim of 1 key")
                 .hasMessageContaining("is not an Idem record")
                 .hasMessageContaining("give Idem a prefix of its own");
+    }
+
+    @Test
+    void valueWrittenUnderThePrefixByAnotherApplicationFailsOnlyItsOwnCompletionInABatch() {
+        StoreKey before = key("before");
+        StoreKey foreign = key("foreign");
+        StoreKey after = key("after");
+        Acquired first = claim(before, null);
+        Acquired second = claim(foreign, null);
+        Acquired third = claim(after, null);
+        keyspace.redis().set(new RedisKeys(prefix).encode(foreign), ascii("not ours"));
+
+        List<CompletionResult> results = store().completeAll(List.of(
+                new CompletionRequest(before, first.token(), RETENTION),
+                new CompletionRequest(foreign, second.token(), RETENTION),
+                new CompletionRequest(after, third.token(), RETENTION)));
+
+        assertThat(results.get(0)).isEqualTo(CompletionResult.COMPLETED);
+        assertThat(results.get(2)).isEqualTo(CompletionResult.COMPLETED);
+        assertThat(results.get(1)).isInstanceOfSatisfying(CompletionResult.Failed.class, failed ->
+                assertThat(failed.cause())
+                        .satisfies(e -> assertThat(e.retriable()).isFalse())
+                        .hasMessageContaining("refused a batched completion of key 'foreign'")
+                        .hasMessageContaining("is not an Idem record")
+                        .hasMessageContaining("give Idem a prefix of its own"));
+        assertThat(get(prefix + namespace().length() + ":" + namespace() + ":foreign")).isEqualTo("not ours");
     }
 
     // ---------------------------------------------------------------- operator view

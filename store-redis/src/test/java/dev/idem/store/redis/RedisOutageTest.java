@@ -8,6 +8,7 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
+import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
@@ -52,6 +53,8 @@ class RedisOutageTest {
                 for (ThrowingCallable call : List.<ThrowingCallable>of(
                         () -> store.claim(List.of(request("during-0"), request("during-1"))),
                         () -> store.complete(new StoreKey("orders", "in-flight"), inFlight.token(), RETENTION),
+                        () -> store.completeAll(List.of(new CompletionRequest(new StoreKey("orders", "in-flight"),
+                                inFlight.token(), RETENTION))),
                         () -> store.release(lost, before.get(0).token()),
                         () -> store.renew(lost, before.get(0).token(), LEASE),
                         store::checkHealth)) {
