@@ -52,23 +52,26 @@ final class KafkaBench {
      */
     static long timeIdem(EmbeddedKafka kafka, String pipeline, String topic, String settings, int settled,
             MessageHandler handler) throws Exception {
-        return timeIdem(kafka, pipeline, topic, settings, settled, handler, "caffeine",
+        return timeIdem(kafka, pipeline, topic, settings, settled, handler, "caffeine", "{ type: caffeine }",
                 new CaffeineDedupStoreProvider().create(
                         TestPluginConfig.defaults("store.caffeine", new CaffeineDedupStoreProvider().configSpec()),
                         StoreContext.system()));
     }
 
-    /** As above, on {@code store} (of plugin type {@code storeType}), which is closed at the end. */
+    /**
+     * As above, on {@code store} (of plugin type {@code storeType}, whose {@code store:} section, as one line
+     * of YAML, is {@code storeSection}), which is closed at the end.
+     */
     static long timeIdem(EmbeddedKafka kafka, String pipeline, String topic, String settings, int settled,
-            MessageHandler handler, String storeType, DedupStore store) throws Exception {
+            MessageHandler handler, String storeType, String storeSection, DedupStore store) throws Exception {
         BrokerAdapter adapter = adapter(kafka);
         String yaml = """
                 broker: { type: kafka, kafka: { bootstrap-servers: [%s] } }
-                store: { type: %s }
+                store: %s
                 pipelines:
                   %s:
                     source: %s
-                """.formatted(kafka.bootstrapServers(), storeType, pipeline, topic) + settings.indent(4);
+                """.formatted(kafka.bootstrapServers(), storeSection, pipeline, topic) + settings.indent(4);
         try {
             return EndToEnd.timeIdem(Idem.builder().configYaml(yaml).env(Map.of())
                     .broker("kafka", adapter).store(storeType, store), pipeline, settled, handler);

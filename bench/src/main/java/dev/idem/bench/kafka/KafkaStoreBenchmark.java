@@ -34,6 +34,8 @@ public final class KafkaStoreBenchmark {
 
     private static final int PARTITIONS = 4;
     private static final int DUPLICATE_PERCENT = 10;
+    private static final String POSTGRES_URL = System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
+            "jdbc:postgresql://127.0.0.1:5432/test");
 
     private KafkaStoreBenchmark() {
     }
@@ -41,6 +43,8 @@ public final class KafkaStoreBenchmark {
     public static void main(String[] args) throws Exception {
         String store = args.length > 0 ? args[0] : "redis";
         String storeType = store.equals("postgresql") ? "jdbc" : store;
+        String storeSection = store.equals("postgresql") ? "{ type: jdbc, jdbc: { url: \"" + POSTGRES_URL + "\" } }"
+                : "{ type: " + storeType + " }";
         int messages = args.length > 1 ? Integer.parseInt(args[1]) : 100_000;
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
         int distinct = messages - KafkaEndToEndBenchmark.repeatCount(messages, DUPLICATE_PERCENT);
@@ -54,10 +58,11 @@ public final class KafkaStoreBenchmark {
             sides.put("raw", run -> EndToEnd.rate(messages,
                     KafkaEndToEndBenchmark.raw(kafka, topic, messages, distinct, run)));
             sides.put("idem-batched", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
-                    "batched-" + run, topic, "", messages, (m, c) -> { }, storeType, store(store, run))));
+                    "batched-" + run, topic, "", messages, (m, c) -> { }, storeType, storeSection,
+                    store(store, run))));
             sides.put("idem-per-key", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
                     "per-key-" + run, topic, "commit: { batch-size: 1 }", messages, (m, c) -> { }, storeType,
-                    store(store, run))));
+                    storeSection, store(store, run))));
             Map<String, List<Double>> rates = EndToEnd.alternate(store, 0, rounds, sides);
             double raw = EndToEnd.median(rates.get("raw"));
             double batched = EndToEnd.median(rates.get("idem-batched"));
@@ -76,8 +81,7 @@ public final class KafkaStoreBenchmark {
                     .with("uri", System.getenv().getOrDefault("IDEM_BENCH_REDIS_URL", "redis://127.0.0.1:6379"))
                     .with("key-prefix", unique + ":"));
             case "postgresql" -> create("jdbc", config -> config
-                    .with("url", System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
-                            "jdbc:postgresql://127.0.0.1:5432/test"))
+                    .with("url", POSTGRES_URL)
                     .with("username", "postgres")
                     .with("table", "idem_" + unique));
             default -> throw new IllegalArgumentException("store must be redis or postgresql, not " + type);

@@ -43,7 +43,7 @@ class RedisOutageTest {
                 port, dir)) {
             redis.start();
             try (DedupStore store = PROVIDER.create(RedisDedupStoreTest.config(endpoint, "idem:")
-                    .with("command-timeout", "500ms"), StoreContext.system())) {
+                    .with("command-timeout", "2s"), StoreContext.system())) {
                 List<Acquired> before = claimAndCompleteBatch(store, "before", 0);
                 Acquired inFlight = (Acquired) store.claim(List.of(request("in-flight"))).get(0);
 
