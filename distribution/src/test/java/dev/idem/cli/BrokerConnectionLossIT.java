@@ -325,7 +325,7 @@ class BrokerConnectionLossIT {
                     concurrency: %d
                     max-in-flight: %d
                     lease: 5s
-                    retention: 1h
+                    retention: 10m
                 runtime:
                   summary-interval: 5s
                   shutdown-timeout: 10s

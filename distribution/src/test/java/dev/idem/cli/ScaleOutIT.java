@@ -159,7 +159,7 @@ class ScaleOutIT {
                     concurrency: %d
                     max-in-flight: %d
                     lease: 5s
-                    retention: 1h
+                    retention: 10m
                 runtime:
                   summary-interval: 5s
                   shutdown-timeout: 10s

@@ -34,6 +34,8 @@ public final class KafkaStoreBenchmark {
 
     private static final int PARTITIONS = 4;
     private static final int DUPLICATE_PERCENT = 10;
+    /** Long enough for a run; the keys then leave the shared Redis on their own. */
+    private static final String KEEP_KEYS = "retention: 10m";
     private static final String POSTGRES_URL = System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
             "jdbc:postgresql://127.0.0.1:5432/test");
 
@@ -58,16 +60,19 @@ public final class KafkaStoreBenchmark {
             sides.put("raw", run -> EndToEnd.rate(messages,
                     KafkaEndToEndBenchmark.raw(kafka, topic, messages, distinct, run)));
             sides.put("idem-batched", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
-                    "batched-" + run, topic, "", messages, (m, c) -> { }, storeType, storeSection,
+                    "batched-" + run, topic, KEEP_KEYS, messages, (m, c) -> { }, storeType, storeSection,
                     store(store, run))));
             sides.put("idem-per-key", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
-                    "per-key-" + run, topic, "commit: { batch-size: 1 }", messages, (m, c) -> { }, storeType,
+                    "per-key-" + run, topic, KEEP_KEYS + "\ncommit: { batch-size: 1 }", messages, (m, c) -> { }, storeType,
                     storeSection, store(store, run))));
             Map<String, List<Double>> rates = EndToEnd.alternate(store, 0, rounds, sides);
             double raw = EndToEnd.median(rates.get("raw"));
             double batched = EndToEnd.median(rates.get("idem-batched"));
             double perKey = EndToEnd.median(rates.get("idem-per-key"));
             System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
+            if (store.equals("postgresql")) {
+                dropTables(rounds * sides.size());
+            }
             System.out.printf("%s: raw %,.0f msg/s; idem batched %,.0f msg/s (%.2f× raw); idem per key %,.0f msg/s"
                     + " (%.2f× raw); batched/per-key %.2f%n", store, raw, batched, batched / raw, perKey,
                     perKey / raw, batched / perKey);
@@ -83,9 +88,23 @@ public final class KafkaStoreBenchmark {
             case "postgresql" -> create("jdbc", config -> config
                     .with("url", POSTGRES_URL)
                     .with("username", "postgres")
-                    .with("table", "idem_" + unique));
+                    .with("table", table(run)));
             default -> throw new IllegalArgumentException("store must be redis or postgresql, not " + type);
         };
+    }
+
+    /** The tables of the PostgreSQL runs: each Idem run had its own, numbered as the runs are. */
+    private static void dropTables(int runs) throws java.sql.SQLException {
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(POSTGRES_URL, "postgres", "");
+                java.sql.Statement statement = c.createStatement()) {
+            for (int run = 0; run < runs; run++) {
+                statement.execute("DROP TABLE IF EXISTS " + table(run));
+            }
+        }
+    }
+
+    private static String table(int run) {
+        return "idem_bench" + ProcessHandle.current().pid() + "r" + run;
     }
 
     private static DedupStore create(String id, UnaryOperator<TestPluginConfig> settings) {
