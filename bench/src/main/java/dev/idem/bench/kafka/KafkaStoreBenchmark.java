@@ -16,17 +16,27 @@ import java.util.function.UnaryOperator;
 /**
  * End-to-end rate of Idem on a shared store, with completions batched ({@code commit.*} defaults) and one
  * by one ({@code commit.batch-size: 1}), against the raw {@code KafkaConsumer} of
- * {@link KafkaEndToEndBenchmark} (a {@code HashSet} of seen IDs, {@code commitSync} per poll), in one JVM on
- * one embedded broker: 4 partitions, 100-byte records over 1,024 record keys, 10 % of them repeating an
- * earlier record's ID. A no-op handler, the default pipeline settings otherwise. Each Idem run uses a fresh
- * key prefix or table, so no run sees another's keys. Runs alternate; prints every run, then medians and
- * ratios.
+ * {@link KafkaEndToEndBenchmark} (a {@code HashSet} of seen IDs, {@code commitSync} per poll) and against
+ * Apache Camel 4.17's idempotent consumer on the same store, in one run on one embedded broker: 4 partitions,
+ * 100-byte records over 1,024 record keys, 10 % of them repeating an earlier record's ID. A no-op handler,
+ * the default pipeline settings otherwise. Each Idem run uses a fresh key prefix or table, so no run sees
+ * another's keys. Runs alternate; prints every run, then medians and ratios.
+ *
+ * <p>The Camel side runs in a JVM of its own ({@link CamelProcess}, module {@code bench/camel}), warm across
+ * rounds as Idem's side is: a camel-kafka route ({@code consumersCount} 4, one Kafka consumer per partition,
+ * camel-kafka's defaults otherwise: auto-commit, 500 records a poll) through {@code idempotentConsumer} on the
+ * {@code message-id} header around a no-op processor, on camel-spring-redis's
+ * {@code SpringRedisIdempotentRepository} (one Redis set per run) or camel-sql's
+ * {@code JdbcMessageIdRepository} (table {@code CAMEL_MESSAGEPROCESSED}, a processor name per run, a HikariCP
+ * pool). It is timed from the first record into the route to the last one out, duplicates included; each
+ * run's set or rows are deleted after it.
  *
  * <p>Stores: {@code redis} at {@code IDEM_BENCH_REDIS_URL} (default {@code redis://127.0.0.1:6379}),
  * {@code postgresql} at {@code IDEM_BENCH_POSTGRES_URL} (default {@code jdbc:postgresql://127.0.0.1:5432/test},
  * user postgres).
  *
- * <p>Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
+ * <p>Run (after {@code mvn -q -B -pl bench -am package -DskipTests}, which also builds
+ * {@code bench/target/camel.jar}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaStoreBenchmark [store=redis]
  * [messages=100000] [rounds=3]}
  */
@@ -38,6 +48,8 @@ public final class KafkaStoreBenchmark {
     private static final String KEEP_KEYS = "retention: 10m";
     private static final String POSTGRES_URL = System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
             "jdbc:postgresql://127.0.0.1:5432/test");
+    private static final String REDIS_URL = System.getenv().getOrDefault("IDEM_BENCH_REDIS_URL",
+            "redis://127.0.0.1:6379");
 
     private KafkaStoreBenchmark() {
     }
@@ -52,7 +64,12 @@ public final class KafkaStoreBenchmark {
         int distinct = messages - KafkaEndToEndBenchmark.repeatCount(messages, DUPLICATE_PERCENT);
         System.out.printf("Kafka + %s store end-to-end: %,d records per run (%,d distinct IDs), %d partitions,"
                 + " %d rounds%n", store, messages, distinct, PARTITIONS, rounds);
-        try (EmbeddedKafka kafka = EmbeddedKafka.start()) {
+        if (!store.equals("redis") && !store.equals("postgresql")) {
+            throw new IllegalArgumentException("store must be redis or postgresql, not " + store);
+        }
+        try (EmbeddedKafka kafka = EmbeddedKafka.start();
+                CamelProcess camel = CamelProcess.start(kafka.bootstrapServers(), PARTITIONS, store,
+                        store.equals("postgresql") ? POSTGRES_URL : REDIS_URL, "postgres")) {
             String topic = "store-bench";
             kafka.createTopic(topic, PARTITIONS);
             KafkaEndToEndBenchmark.fill(kafka, topic, messages, DUPLICATE_PERCENT);
@@ -65,10 +82,21 @@ public final class KafkaStoreBenchmark {
             sides.put("idem-per-key", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
                     "per-key-" + run, topic, KEEP_KEYS + "\ncommit: { batch-size: 1 }", messages, (m, c) -> { }, storeType,
                     storeSection, store(store, run))));
+            sides.put("camel", run -> {
+                String unique = "camel-bench" + ProcessHandle.current().pid() + "r" + run;
+                CamelProcess.Result result = camel.run(topic, unique, messages, unique);
+                if (result.processed() != distinct || result.duplicates() != messages - distinct) {
+                    throw new IllegalStateException("Camel processed " + result.processed() + " and skipped "
+                            + result.duplicates() + " as duplicates; expected " + distinct + " and "
+                            + (messages - distinct));
+                }
+                return EndToEnd.rate(messages, result.nanos());
+            });
             Map<String, List<Double>> rates = EndToEnd.alternate(store, 0, rounds, sides);
             double raw = EndToEnd.median(rates.get("raw"));
             double batched = EndToEnd.median(rates.get("idem-batched"));
             double perKey = EndToEnd.median(rates.get("idem-per-key"));
+            double camelRate = EndToEnd.median(rates.get("camel"));
             System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
             if (store.equals("postgresql")) {
                 dropTables(rounds * sides.size());
@@ -76,6 +104,8 @@ public final class KafkaStoreBenchmark {
             System.out.printf("%s: raw %,.0f msg/s; idem batched %,.0f msg/s (%.2f× raw); idem per key %,.0f msg/s"
                     + " (%.2f× raw); batched/per-key %.2f%n", store, raw, batched, batched / raw, perKey,
                     perKey / raw, batched / perKey);
+            System.out.printf("%s: camel %,.0f msg/s (%.2f× raw); idem batched %.2f× camel; idem per key %.2f×"
+                    + " camel%n", store, camelRate, camelRate / raw, batched / camelRate, perKey / camelRate);
         }
     }
 
@@ -83,7 +113,7 @@ public final class KafkaStoreBenchmark {
         String unique = "bench" + ProcessHandle.current().pid() + "r" + run;
         return switch (type) {
             case "redis" -> create("redis", config -> config
-                    .with("uri", System.getenv().getOrDefault("IDEM_BENCH_REDIS_URL", "redis://127.0.0.1:6379"))
+                    .with("uri", REDIS_URL)
                     .with("key-prefix", unique + ":"));
             case "postgresql" -> create("jdbc", config -> config
                     .with("url", POSTGRES_URL)
