@@ -2,6 +2,7 @@ package dev.idem.api;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -34,4 +35,33 @@ public interface HandlerContext {
      * @return the transaction, or empty when the store offers none of that type
      */
     <T> Optional<T> transaction(Class<T> type);
+
+    /**
+     * Emits a message to {@code destination} as part of this run. Its ID is derived from the pipeline's
+     * namespace, this message's idempotency key and the emit's ordinal in the run (a name-based UUID), and
+     * is written to the pipeline's {@code emit.id-header} header and, where the broker lets the sender
+     * choose one, as the broker's message ID. A run of the same message after a crash or a retry emits the
+     * same IDs, so a downstream Idem pipeline that takes its key from that header drops the copies.
+     *
+     * <p>Nothing leaves before the handler returns. In plain mode the runtime publishes the emitted
+     * messages, each confirmed by the broker, after the handler returns and before the key completes; a
+     * failed publish fails the run. In transactional mode they are written to the store's outbox in the
+     * handler's transaction and published by the outbox relay after it commits.
+     *
+     * @param destination the topic, exchange or queue, as the broker adapter publishes to it
+     * @param key the message key (Kafka record key), or {@code null}
+     * @param payload the body
+     * @param headers headers to send with it; may be empty
+     * @return the emitted message's ID
+     * @throws UnsupportedOperationException if this context cannot emit (a test double, or a message
+     *         without an idempotency key, whose re-runs could not repeat the IDs)
+     */
+    default String send(String destination, String key, byte[] payload, Map<String, String> headers) {
+        throw new UnsupportedOperationException("this handler context cannot emit messages");
+    }
+
+    /** {@link #send(String, String, byte[], Map)} without a message key. */
+    default String send(String destination, byte[] payload, Map<String, String> headers) {
+        return send(destination, null, payload, headers);
+    }
 }

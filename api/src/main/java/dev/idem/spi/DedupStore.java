@@ -67,8 +67,11 @@ public interface DedupStore extends AutoCloseable {
                 continue;
             }
             try {
-                results.add(complete(request.key(), request.token(), request.retention())
-                        ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
+                boolean completed = request.advance() != null && this instanceof SequencedDedupStore sequenced
+                        ? sequenced.completeAndAdvance(request.key(), request.token(), request.retention(),
+                                request.advance())
+                        : complete(request.key(), request.token(), request.retention());
+                results.add(completed ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
             } catch (StoreException e) {
                 results.add(new CompletionResult.Failed(e));
                 if (e.retriable()) {

@@ -23,7 +23,17 @@ public interface TransactionalDedupStore extends DedupStore {
         /** The key was already completed with the same payload fingerprint (or without one): the work did not run. */
         DUPLICATE,
         /** The key was already completed for another payload: the work did not run. */
-        DUPLICATE_FINGERPRINT_MISMATCH
+        DUPLICATE_FINGERPRINT_MISMATCH,
+        /**
+         * Sequenced runs only: the aggregate's watermark was already at or above the event's number. The key
+         * was recorded as completed and the transaction committed; the work did not run.
+         */
+        STALE,
+        /**
+         * Sequenced runs that wait for gaps only: the watermark was below the event's number minus one. The
+         * transaction was rolled back (the key is left as it was); the work did not run.
+         */
+        SEQUENCE_GAP
     }
 
     /** The handler's part of the transaction. */
@@ -46,6 +56,90 @@ public interface TransactionalDedupStore extends DedupStore {
      * @throws Exception whatever {@code work} threw; rolled back, the key left as it was
      */
     Outcome runOnce(StoreKey key, String fingerprint, Duration retention, Work work) throws Exception;
+
+    /**
+     * {@link #runOnce(StoreKey, String, Duration, Work)} with the sequence guard inside the transaction: after
+     * recording the key, it locks the aggregate's watermark (a {@link SequencedDedupStore}'s), then answers
+     * {@link Outcome#STALE} if the watermark is at or above {@code advance.number()} (committing the key as
+     * completed, the work not run), {@link Outcome#SEQUENCE_GAP} if {@code waitForGaps} and the watermark is
+     * below {@code advance.number() - 1} (rolling back), and otherwise runs the work and raises the watermark
+     * to {@code advance.number()} in the same transaction. Two transactions of one aggregate serialize on its
+     * watermark. A duplicate key answers {@link Outcome#DUPLICATE} before the watermark is looked at.
+     *
+     * <p>The default handles {@code advance == null} only; a store that implements {@link SequencedDedupStore}
+     * overrides it.
+     *
+     * @throws UnsupportedOperationException if {@code advance} is set and the store keeps no watermarks
+     */
+    default Outcome runOnce(StoreKey key, String fingerprint, Duration retention, SequenceAdvance advance,
+            boolean waitForGaps, Work work) throws Exception {
+        if (advance == null) {
+            return runOnce(key, fingerprint, retention, work);
+        }
+        throw new UnsupportedOperationException(getClass().getName() + " keeps no sequence watermarks");
+    }
+
+    /**
+     * One message's part of {@link #runGroup}: the arguments of
+     * {@link #runOnce(StoreKey, String, Duration, SequenceAdvance, boolean, Work)}.
+     *
+     * @param advance the sequence guard's watermark, or {@code null}
+     */
+    record GroupMember(StoreKey key, String fingerprint, Duration retention, SequenceAdvance advance,
+            boolean waitForGaps, Work work) {
+        public GroupMember {
+            java.util.Objects.requireNonNull(key, "key");
+            java.util.Objects.requireNonNull(retention, "retention");
+            java.util.Objects.requireNonNull(work, "work");
+        }
+    }
+
+    /** What became of one {@link GroupMember} once {@link #runGroup} returned. */
+    sealed interface GroupResult {
+        /** The member ended with this outcome; durable, since the group's transaction committed. */
+        record Done(Outcome outcome) implements GroupResult {
+        }
+
+        /** The member's work threw: its part was rolled back to its savepoint; nothing of it committed. */
+        record Failed(Exception cause) implements GroupResult {
+        }
+    }
+
+    /**
+     * Runs several members in one database transaction, each under a savepoint of its own: a member does
+     * exactly what {@link #runOnce(StoreKey, String, Duration, SequenceAdvance, boolean, Work)} would (a
+     * duplicate or stale key skips its work, a gap rolls it back), and a member whose work throws is rolled
+     * back to its savepoint without touching the others. Then the transaction commits once for all. The
+     * members' keys are distinct.
+     *
+     * <p>The default runs each member in a transaction of its own, so a store without savepoints stays
+     * correct, without the gain.
+     *
+     * @return one result per member, in order, all durable
+     * @throws StoreException when the transaction as a whole failed (connection, deadlock, commit): nothing of
+     *         the group committed
+     */
+    default java.util.List<GroupResult> runGroup(java.util.List<GroupMember> members) {
+        java.util.List<GroupResult> results = new java.util.ArrayList<>(members.size());
+        for (GroupMember m : members) {
+            try {
+                results.add(new GroupResult.Done(
+                        runOnce(m.key(), m.fingerprint(), m.retention(), m.advance(), m.waitForGaps(), m.work())));
+            } catch (StoreException e) {
+                results.add(new GroupResult.Failed(e));
+                if (e.retriable()) {
+                    // The store is unreachable: the rest are not tried, and fail with the same cause.
+                    while (results.size() < members.size()) {
+                        results.add(new GroupResult.Failed(e));
+                    }
+                    return results;
+                }
+            } catch (Exception e) {
+                results.add(new GroupResult.Failed(e));
+            }
+        }
+        return results;
+    }
 
     /** The transaction a {@link Work} runs in, as the handler sees it through its context. */
     interface StoreTransaction {
