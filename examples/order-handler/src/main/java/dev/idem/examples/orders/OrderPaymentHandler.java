@@ -4,6 +4,7 @@ import dev.idem.api.HandlerContext;
 import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
+import dev.idem.api.guard.Transition;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
@@ -35,6 +36,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * runtime completes the key runs the message again once the lease ends (DESIGN.md's honest window).
  * The paid orders are rebuilt from the ledger when the handler is created, so that second run finds
  * the order paid and changes nothing: the ledger then shows two runs for the message, one payment.
+ * The rule is the same {@link dev.idem.api.guard.StateMachine} the transactional handler applies to its
+ * table ({@code OrderStates}), asked about the state kept here with {@code decide}.
  *
  * <p><b>Threads.</b> Thread-safe: the check of the order's state and the append happen under one lock,
  * so concurrent runs never interleave their lines nor both apply one order. One instance must own
@@ -119,7 +122,11 @@ public final class OrderPaymentHandler implements MessageHandler, AutoCloseable 
         // Interruptible: a run the runtime times out while it waits here leaves no line.
         lock.lockInterruptibly();
         try {
-            outcome = paidOrders.contains(event.orderId()) ? Outcome.IGNORED_ALREADY_PAID : Outcome.APPLIED;
+            // An order the ledger has no payment for counts as created; ILLEGAL cannot happen with these two states.
+            Transition transition = OrderStates.ORDERS.decide(event.orderId(),
+                    paidOrders.contains(event.orderId()) ? OrderStates.PAID : OrderStates.CREATED, event.event())
+                    .orReject();
+            outcome = transition.applied() ? Outcome.APPLIED : Outcome.IGNORED_ALREADY_PAID;
             ledger.append(messageId, event, outcome);
             // Only once the line is written: a failed write leaves the order unpaid, and the retry applies it.
             if (outcome == Outcome.APPLIED) {

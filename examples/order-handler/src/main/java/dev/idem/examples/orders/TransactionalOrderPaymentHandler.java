@@ -4,11 +4,14 @@ import dev.idem.api.HandlerContext;
 import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
+import dev.idem.api.RejectedException;
+import dev.idem.api.guard.StateMachine;
+import dev.idem.api.guard.Transition;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 
 /**
  * Records order payments in the database of the JDBC dedup store, inside the store's own transaction,
@@ -17,8 +20,10 @@ import java.sql.SQLException;
  *
  * <p>Each run, in the transaction from {@code context.transaction(Connection.class)}:
  * <ol>
- *   <li>moves the order to {@code PAID} in {@code order_status} unless it is there already
- *       (the state-machine guard: a second {@code paid} event for one order changes nothing);</li>
+ *   <li>moves the order from {@code CREATED} to {@code PAID} in {@code order_status} with the
+ *       {@link StateMachine} of {@code OrderStates}, in one conditional {@code UPDATE}: a second {@code paid}
+ *       event for one order finds it {@code PAID} already and changes nothing; an order the table does not
+ *       know yet is inserted as {@code PAID}; an order in any other state (say {@code CANCELLED}) is rejected;</li>
  *   <li>inserts one {@code payment_events} row: message ID, order, event, amount, and the outcome
  *       {@code applied} or {@code ignored-already-paid}.</li>
  * </ol>
@@ -36,7 +41,9 @@ import java.sql.SQLException;
  * of one order race on {@code order_status}'s primary key, and the loser fails, rolls back and, retried,
  * finds the order paid.
  *
- * <p><b>Failures.</b> A malformed payload throws {@link NonRetryableException}; a run without a store
+ * <p><b>Failures.</b> A payment for an order in a state that does not take one throws
+ * {@link RejectedException}: the run ends as {@code rejected} (its transaction rolled back, the message acked,
+ * not retried). A malformed payload throws {@link NonRetryableException}; a run without a store
  * transaction or with missing tables throws {@link IllegalStateException} saying what to configure;
  * database errors throw {@link SQLException} (retried). Statements time out at the run's deadline.
  */
@@ -46,8 +53,6 @@ public final class TransactionalOrderPaymentHandler implements MessageHandler {
     public static final String CREATE_TABLES_ENV = "IDEM_ORDER_CREATE_TABLES";
     /** System property read when {@value #CREATE_TABLES_ENV} is unset. */
     public static final String CREATE_TABLES_PROPERTY = "idem.order.create-tables";
-
-    private static final String PAID = "PAID";
 
     private final OrderTables tables;
 
@@ -76,7 +81,7 @@ public final class TransactionalOrderPaymentHandler implements MessageHandler {
         Connection connection = transaction(context);
         int timeoutSeconds = (int) Math.max(1, (context.remaining().toMillis() + 999) / 1000);
         tables.ensure(connection);
-        Outcome outcome = markPaid(connection, event.orderId(), timeoutSeconds)
+        Outcome outcome = markPaid(connection, event, timeoutSeconds)
                 ? Outcome.APPLIED : Outcome.IGNORED_ALREADY_PAID;
         String messageId = MessageIds.of(message);
         try (PreparedStatement insert = connection.prepareStatement("INSERT INTO payment_events"
@@ -109,38 +114,25 @@ public final class TransactionalOrderPaymentHandler implements MessageHandler {
     }
 
     /**
-     * The guard: moves the order to PAID unless it is there already.
+     * The guard: moves the order from CREATED to PAID, or finds it PAID already.
      *
      * @return whether this run paid the order
+     * @throws RejectedException when the order is in another state
      */
-    private static boolean markPaid(Connection connection, String orderId, int timeoutSeconds) throws SQLException {
-        try (PreparedStatement update = connection.prepareStatement(
-                "UPDATE order_status SET status = ? WHERE order_id = ? AND status <> ?")) {
-            update.setQueryTimeout(timeoutSeconds);
-            update.setString(1, PAID);
-            update.setString(2, orderId);
-            update.setString(3, PAID);
-            if (update.executeUpdate() == 1) {
-                return true;
-            }
+    private static boolean markPaid(Connection connection, OrderEvent event, int timeoutSeconds) throws SQLException {
+        Transition paid = OrderStates.ORDERS.withQueryTimeout(Duration.ofSeconds(timeoutSeconds))
+                .apply(connection, event.orderId(), event.event());
+        if (paid.exists()) {
+            return paid.orReject().applied();
         }
-        try (PreparedStatement select = connection.prepareStatement(
-                "SELECT status FROM order_status WHERE order_id = ?")) {
-            select.setQueryTimeout(timeoutSeconds);
-            select.setString(1, orderId);
-            try (ResultSet row = select.executeQuery()) {
-                if (row.next()) {
-                    return false;
-                }
-            }
-        }
-        // Unknown order: the first payment creates it. A concurrent first payment of the same order makes this
-        // fail on the primary key; that run rolls back, and its retry finds the order paid.
+        // Unknown order: the first payment creates it. Of two concurrent first payments of the same order, one fails
+        // here (a duplicate key, or on MariaDB a deadlock on the gap the guard's locking read took); that run rolls
+        // back, and its retry finds the order paid.
         try (PreparedStatement insert = connection.prepareStatement(
                 "INSERT INTO order_status (order_id, status) VALUES (?, ?)")) {
             insert.setQueryTimeout(timeoutSeconds);
-            insert.setString(1, orderId);
-            insert.setString(2, PAID);
+            insert.setString(1, event.orderId());
+            insert.setString(2, OrderStates.PAID);
             insert.executeUpdate();
             return true;
         }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.api.NonRetryableException;
+import dev.idem.api.RejectedException;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -106,7 +107,7 @@ class TransactionalOrderPaymentHandlerTest {
     }
 
     @Test
-    void anOrderInAnotherStateIsMovedToPaid() throws Exception {
+    void aCreatedOrderIsMovedToPaid() throws Exception {
         createTables();
         try (Statement statement = admin.createStatement()) {
             statement.execute("INSERT INTO order_status (order_id, status) VALUES ('o-1', 'CREATED')");
@@ -116,6 +117,24 @@ class TransactionalOrderPaymentHandlerTest {
 
         assertThat(rows("SELECT status FROM order_status")).containsExactly("PAID");
         assertThat(paymentEvents()).containsExactly("m-1 o-1 paid 1.00 applied");
+    }
+
+    /** The guard refuses a payment an order cannot take; the runtime acks it as rejected, after rolling back. */
+    @Test
+    void aPaymentForAnOrderInAnotherStateIsRejectedNamingTheStates() throws Exception {
+        createTables();
+        try (Statement statement = admin.createStatement()) {
+            statement.execute("INSERT INTO order_status (order_id, status) VALUES ('o-1', 'CANCELLED')");
+        }
+        TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
+
+        assertThatThrownBy(() -> runAndCommit(handler, TestMessage.paid("m-1", "o-1", "5")))
+                .isExactlyInstanceOf(RejectedException.class)
+                .hasMessage("order_status order_id='o-1' is CANCELLED: event 'paid' applies only in [CREATED]"
+                        + " (leading to PAID)");
+
+        assertThat(rows("SELECT status FROM order_status")).containsExactly("CANCELLED");
+        assertThat(paymentEvents()).isEmpty();
     }
 
     @Test
