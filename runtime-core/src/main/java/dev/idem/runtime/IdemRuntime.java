@@ -22,6 +22,8 @@ import dev.idem.spi.IdExtractor;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
 import dev.idem.spi.StoreContext;
+import dev.idem.runtime.outbox.OutboxRelay;
+import dev.idem.spi.OutboxStore;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.reflect.Constructor;
@@ -65,11 +67,14 @@ public final class IdemRuntime implements AutoCloseable {
     private final ScheduledExecutorService scheduler;
     /** The handlers this runtime made from class names (not those bound in code): closed on stop. */
     private final List<MessageHandler> ownedHandlers;
+    /** Publishes the outbox of transactional pipelines; {@code null} when none emits through one. */
+    private final OutboxRelay relay;
     private boolean stopped;
 
     private IdemRuntime(IdemConfig config, MeterRegistry meterRegistry, BrokerAdapter broker, boolean ownsBroker,
             DedupStore store, boolean ownsStore, List<Pipeline> pipelines, ScheduledExecutorService scheduler,
-            List<MessageHandler> ownedHandlers) {
+            List<MessageHandler> ownedHandlers, OutboxRelay relay) {
+        this.relay = relay;
         this.config = config;
         this.meterRegistry = meterRegistry;
         this.broker = broker;
@@ -152,8 +157,11 @@ public final class IdemRuntime implements AutoCloseable {
                 broker = registry.createBroker(config.broker().type(), config.broker().config());
             }
             for (PipelineConfig p : config.pipelines().values()) {
-                Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store,
-                        extractors(registry, p.idExtractors()), extractors(registry, p.orderingKey()), meters,
+                Pipeline.Extractors chains = new Pipeline.Extractors(extractors(registry, p.idExtractors()),
+                        extractors(registry, p.orderingKey()),
+                        p.sequence() == null ? List.of() : extractors(registry, p.sequence().aggregate()),
+                        p.sequence() == null ? List.of() : extractors(registry, p.sequence().number()));
+                Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chains, meters,
                         b.outcomeListener, b.ticker);
                 BrokerAdapter adapter = broker;
                 PluginContext.call(adapter, () -> {
@@ -179,8 +187,16 @@ public final class IdemRuntime implements AutoCloseable {
         }
         log.info("Idem started: broker '{}', store '{}', {} pipeline(s) {}", config.broker().type(),
                 config.store().type(), started.size(), config.pipelines().keySet());
+        OutboxRelay relay = null;
+        if (store instanceof OutboxStore outbox && started.stream().anyMatch(p -> p.config().transactional())) {
+            relay = new OutboxRelay(outbox, broker, meters);
+            for (Pipeline p : started) {
+                p.onOutboxWrite(relay::wake);
+            }
+            relay.start();
+        }
         return new IdemRuntime(config, meters, broker, ownsBroker, store, ownsStore, List.copyOf(started), scheduler,
-                ownedHandlers(b, handlers));
+                ownedHandlers(b, handlers), relay);
     }
 
     private static List<IdExtractor> extractors(PluginRegistry registry, List<PluginSection> sections) {
@@ -420,6 +436,9 @@ public final class IdemRuntime implements AutoCloseable {
         boolean drained = true;
         for (Pipeline p : pipelines) {
             drained &= p.stop(deadline);
+        }
+        if (relay != null) {
+            relay.close(Duration.ofNanos(Math.max(TimeUnit.SECONDS.toNanos(1), deadline - System.nanoTime())));
         }
         scheduler.shutdownNow();
         closeHandlers(ownedHandlers);

@@ -120,6 +120,12 @@ public final class ConfigDocs {
                         code("[{type: " + RuntimeConfigSpecs.DEFAULT_ID_EXTRACTOR + ", name: message-id}]"),
                         "a non-empty list of ID extractor entries", RuntimeConfigSpecs.ID_DOC});
             }
+            if (key == RuntimeConfigSpecs.TRANSACTIONAL) {
+                rows.add(new String[] {code("pipelines.<name>." + RuntimeConfigSpecs.SEQUENCE_AGGREGATE), "list", "",
+                        "a non-empty list of ID extractor entries", RuntimeConfigSpecs.SEQUENCE_AGGREGATE_DOC});
+                rows.add(new String[] {code("pipelines.<name>." + RuntimeConfigSpecs.SEQUENCE_NUMBER), "list", "",
+                        "a non-empty list of ID extractor entries", RuntimeConfigSpecs.SEQUENCE_NUMBER_DOC});
+            }
             if (key == RuntimeConfigSpecs.ORDERING) {
                 rows.add(new String[] {code("pipelines.<name>." + RuntimeConfigSpecs.ORDERING_KEY), "list", "",
                         "a non-empty list of ID extractor entries", RuntimeConfigSpecs.ORDERING_KEY_DOC});

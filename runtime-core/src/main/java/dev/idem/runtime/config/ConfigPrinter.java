@@ -79,6 +79,13 @@ public final class ConfigPrinter {
             out.put(RuntimeConfigSpecs.ORDERING_KEY, idExtractors(p.orderingKey()));
         }
         out.putAll(settings); // Keys already placed keep their place.
+        if (p.sequence() != null && out.get("sequence") instanceof Map<?, ?> sequence) {
+            Map<String, Object> withLists = new LinkedHashMap<>();
+            withLists.put("aggregate", idExtractors(p.sequence().aggregate()));
+            withLists.put("number", idExtractors(p.sequence().number()));
+            sequence.forEach((k, v) -> withLists.put(String.valueOf(k), v));
+            out.put("sequence", withLists);
+        }
         return out;
     }
 
@@ -115,10 +122,17 @@ public final class ConfigPrinter {
             }
             String[] parts = key.name().split("\\.");
             Map<String, Object> section = out;
+            String leaf = parts[parts.length - 1];
             for (int i = 0; i < parts.length - 1; i++) {
+                Object existing = section.get(parts[i]);
+                if (existing != null && !(existing instanceof Map)) {
+                    // A key beside a scalar of the same name (transactional.group next to transactional) stays flat.
+                    leaf = String.join(".", java.util.Arrays.copyOfRange(parts, i, parts.length));
+                    break;
+                }
                 section = (Map<String, Object>) section.computeIfAbsent(parts[i], k -> new LinkedHashMap<String, Object>());
             }
-            section.put(parts[parts.length - 1], shown);
+            section.put(leaf, shown);
         }
         return out;
     }

@@ -94,7 +94,8 @@ final class PipelineBinder {
     private PipelineConfig bind(String name, Object raw, String path) {
         SectionValidator.Result result =
                 validator.validate(raw, path, RuntimeConfigSpecs.PIPELINE,
-                        List.of(RuntimeConfigSpecs.ID, RuntimeConfigSpecs.ORDERING_KEY));
+                        List.of(RuntimeConfigSpecs.ID, RuntimeConfigSpecs.ORDERING_KEY,
+                                RuntimeConfigSpecs.SEQUENCE_AGGREGATE, RuntimeConfigSpecs.SEQUENCE_NUMBER));
         if (result.config() == null && !(raw == null || raw instanceof Map<?, ?>)) {
             return null; // Not a section at all: already reported, nothing more to say.
         }
@@ -104,10 +105,58 @@ final class PipelineBinder {
         List<PluginSection> ordering = orderingRaw == null ? List.of()
                 : selector.idExtractors(orderingRaw, path + "." + RuntimeConfigSpecs.ORDERING_KEY);
         SectionConfig c = result.config();
-        if (c == null || extractors == null || ordering == null || !crossChecksPass(c, path)) {
+        Object aggregateRaw = result.structured().get(RuntimeConfigSpecs.SEQUENCE_AGGREGATE);
+        Object numberRaw = result.structured().get(RuntimeConfigSpecs.SEQUENCE_NUMBER);
+        List<PluginSection> aggregate = aggregateRaw == null ? List.of()
+                : selector.idExtractors(aggregateRaw, path + "." + RuntimeConfigSpecs.SEQUENCE_AGGREGATE);
+        List<PluginSection> number = numberRaw == null ? List.of()
+                : selector.idExtractors(numberRaw, path + "." + RuntimeConfigSpecs.SEQUENCE_NUMBER);
+        if (c == null || extractors == null || ordering == null || aggregate == null || number == null
+                || !crossChecksPass(c, path) || !sequenceChecksPass(c, path, aggregateRaw, numberRaw, orderingRaw)) {
             return null;
         }
-        return toPipeline(name, c, extractors, ordering);
+        SequencePolicy sequence = aggregateRaw == null ? null : new SequencePolicy(aggregate, number,
+                RuntimeConfigSpecs.enumValue(SequencePolicy.Gaps.class, c.get(RuntimeConfigSpecs.SEQUENCE_GAPS)),
+                c.get(RuntimeConfigSpecs.SEQUENCE_GAP_TIMEOUT), c.get(RuntimeConfigSpecs.SEQUENCE_RETENTION));
+        return toPipeline(name, c, extractors, ordering, sequence);
+    }
+
+    /** The sequence guard needs both lists, and the aggregate as the only ordering key. */
+    private boolean sequenceChecksPass(SectionConfig c, String path, Object aggregateRaw, Object numberRaw,
+            Object orderingRaw) {
+        boolean anySequenceKey = aggregateRaw != null || numberRaw != null
+                || c.isGiven(RuntimeConfigSpecs.SEQUENCE_GAPS.name())
+                || c.isGiven(RuntimeConfigSpecs.SEQUENCE_GAP_TIMEOUT.name())
+                || c.isGiven(RuntimeConfigSpecs.SEQUENCE_RETENTION.name());
+        if (!anySequenceKey) {
+            return true;
+        }
+        boolean ok = true;
+        String example = "e.g. sequence: {aggregate: [{type: json-pointer, pointer: /accountId}],"
+                + " number: [{type: header, name: event-seq}]}";
+        if (aggregateRaw == null) {
+            problems.missing(path + "." + RuntimeConfigSpecs.SEQUENCE_AGGREGATE,
+                    "the sequence guard needs the aggregate's ID extractors, " + example);
+            ok = false;
+        }
+        if (numberRaw == null) {
+            problems.missing(path + "." + RuntimeConfigSpecs.SEQUENCE_NUMBER,
+                    "the sequence guard needs the event number's extractors, " + example);
+            ok = false;
+        }
+        if (orderingRaw != null) {
+            problems.add(path + "." + RuntimeConfigSpecs.ORDERING_KEY + " cannot be set with " + path
+                    + ".sequence: the sequence guard orders each aggregate's events by the aggregate's ID"
+                    + " (sequence.aggregate); remove " + RuntimeConfigSpecs.ORDERING_KEY);
+            ok = false;
+        }
+        String ordering = c.get(ORDERING);
+        if (!RuntimeConfigSpecs.configValue(Ordering.KEY).equals(ordering)) {
+            problems.invalid(path + "." + ORDERING.name(), ordering, "must be key (the default) with " + path
+                    + ".sequence: the events of one aggregate must run one at a time");
+            ok = false;
+        }
+        return ok;
     }
 
     /** Rules between keys, which a single key's validator cannot express. */
@@ -118,6 +167,12 @@ final class PipelineBinder {
         if (maxInFlight < concurrency) {
             problems.invalid(path + "." + MAX_IN_FLIGHT.name(), String.valueOf(maxInFlight),
                     "must be at least " + CONCURRENCY.name() + " (" + concurrency + ")" + defaultNote(c, MAX_IN_FLIGHT));
+            ok = false;
+        }
+        if (c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP) > 1 && !c.get(TRANSACTIONAL)) {
+            problems.add(path + "." + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name() + " groups the transactions of"
+                    + " transactional mode, but " + path + "." + TRANSACTIONAL.name() + " is not true; set "
+                    + TRANSACTIONAL.name() + ": true, or remove " + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name());
             ok = false;
         }
         Duration initial = c.get(RETRY_INITIAL_BACKOFF);
@@ -137,7 +192,7 @@ final class PipelineBinder {
     }
 
     static PipelineConfig toPipeline(String name, SectionConfig c, List<PluginSection> extractors,
-            List<PluginSection> orderingKey) {
+            List<PluginSection> orderingKey, SequencePolicy sequence) {
         return new PipelineConfig(
                 name,
                 c.get(SOURCE),
@@ -155,11 +210,14 @@ final class PipelineBinder {
                 c.get(RETENTION),
                 c.get(HANDLER_TIMEOUT),
                 new RetryPolicy(c.get(RETRY_MAX_ATTEMPTS), c.get(RETRY_INITIAL_BACKOFF), c.get(RETRY_MAX_BACKOFF),
-                        c.get(RETRY_MULTIPLIER)),
+                        c.get(RETRY_MULTIPLIER), c.get(RuntimeConfigSpecs.RETRY_CONFLICT_ATTEMPTS)),
                 new CommitPolicy(c.get(RuntimeConfigSpecs.COMMIT_LINGER), c.get(RuntimeConfigSpecs.COMMIT_BATCH_SIZE)),
                 c.get(MAX_DELIVERIES),
                 c.get(DEAD_LETTER),
-                c.get(TRANSACTIONAL));
+                c.get(TRANSACTIONAL),
+                sequence,
+                c.get(RuntimeConfigSpecs.EMIT_ID_HEADER),
+                c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP));
     }
 
     /**
@@ -187,6 +245,7 @@ final class PipelineBinder {
             v.put(RETRY_INITIAL_BACKOFF.name(), p.retry().initialBackoff());
             v.put(RETRY_MAX_BACKOFF.name(), p.retry().maxBackoff());
             v.put(RETRY_MULTIPLIER.name(), p.retry().multiplier());
+            v.put(RuntimeConfigSpecs.RETRY_CONFLICT_ATTEMPTS.name(), p.retry().conflictAttempts());
         }
         if (p.commit() != null) {
             v.put(RuntimeConfigSpecs.COMMIT_LINGER.name(), p.commit().linger());
@@ -195,6 +254,13 @@ final class PipelineBinder {
         v.put(MAX_DELIVERIES.name(), p.maxDeliveries());
         v.put(DEAD_LETTER.name(), p.deadLetter());
         v.put(TRANSACTIONAL.name(), p.transactional());
+        v.put(RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name(), p.transactionGroup());
+        if (p.sequence() != null) {
+            v.put(RuntimeConfigSpecs.SEQUENCE_GAPS.name(), yaml(p.sequence().gaps()));
+            v.put(RuntimeConfigSpecs.SEQUENCE_GAP_TIMEOUT.name(), p.sequence().gapTimeout());
+            v.put(RuntimeConfigSpecs.SEQUENCE_RETENTION.name(), p.sequence().retention());
+        }
+        v.put(RuntimeConfigSpecs.EMIT_ID_HEADER.name(), p.emitIdHeader());
         return v;
     }
 

@@ -27,6 +27,9 @@ import java.util.Objects;
  * @param maxDeliveries claims of one key without completion (crashed consumers) before dead-lettering
  * @param deadLetter the dead-letter destination, or {@code null} for the adapter's default
  * @param transactional whether the key is recorded in the handler's own database transaction
+ * @param sequence the per-aggregate sequence guard, or {@code null} for none
+ * @param emitIdHeader the header that carries the deterministic ID of each message the handler emits
+ * @param transactionGroup in transactional mode, how many messages at most share one database transaction
  */
 public record PipelineConfig(
         String name,
@@ -48,7 +51,10 @@ public record PipelineConfig(
         CommitPolicy commit,
         int maxDeliveries,
         String deadLetter,
-        boolean transactional) {
+        boolean transactional,
+        SequencePolicy sequence,
+        String emitIdHeader,
+        int transactionGroup) {
 
     public PipelineConfig {
         Objects.requireNonNull(name, "name");
@@ -56,6 +62,8 @@ public record PipelineConfig(
         namespace = namespace == null ? name : namespace;
         idExtractors = List.copyOf(idExtractors);
         orderingKey = List.copyOf(orderingKey);
+        emitIdHeader = emitIdHeader == null ? "message-id" : emitIdHeader;
+        transactionGroup = Math.max(1, transactionGroup);
     }
 
     /** What happens to a message whose key is missing, over 512 bytes, or not valid UTF-8. */

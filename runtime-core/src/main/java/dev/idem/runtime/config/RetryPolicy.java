@@ -9,8 +9,16 @@ import java.time.Duration;
  * @param initialBackoff the wait before the first retry
  * @param maxBackoff the longest wait between two runs
  * @param multiplier how much each wait grows over the previous one
+ * @param conflictAttempts handler runs at once, without back-off, after an optimistic update lost a race
+ *        ({@code ConcurrentUpdateException}), before the failure counts as an ordinary one
  */
-public record RetryPolicy(int maxAttempts, Duration initialBackoff, Duration maxBackoff, double multiplier) {
+public record RetryPolicy(int maxAttempts, Duration initialBackoff, Duration maxBackoff, double multiplier,
+        int conflictAttempts) {
+
+    /** Default conflict attempts: {@link dev.idem.runtime.config.RuntimeConfigSpecs#RETRY_CONFLICT_ATTEMPTS}'s. */
+    public RetryPolicy(int maxAttempts, Duration initialBackoff, Duration maxBackoff, double multiplier) {
+        this(maxAttempts, initialBackoff, maxBackoff, multiplier, 5);
+    }
 
     /** The wait before run {@code nextAttempt} (2 = first retry). */
     public Duration backoffBefore(int nextAttempt) {

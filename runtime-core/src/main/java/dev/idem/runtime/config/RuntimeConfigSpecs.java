@@ -129,6 +129,13 @@ public final class RuntimeConfigSpecs {
             .atLeast(1.0)
             .doc("How much each wait grows over the previous one.");
 
+    public static final ConfigKey<Integer> RETRY_CONFLICT_ATTEMPTS = ConfigKey.integer("retry.conflict-attempts")
+            .defaultValue(5).atLeast(0).atMost(100)
+            .doc("Handler runs at once, without back-off, after the handler threw `ConcurrentUpdateException` (an"
+                    + " optimistic update lost a race), each re-reading the row; past them the conflict is an ordinary"
+                    + " failure, retried with back-off under `retry.max-attempts`. 0 treats a conflict as a failure at"
+                    + " once.");
+
     public static final ConfigKey<Duration> COMMIT_LINGER = ConfigKey.duration("commit.linger")
             .defaultValue(Duration.ofMillis(1)).atLeast(Duration.ZERO).atMost(Duration.ofSeconds(1))
             .doc("Plain mode: the longest a handled message's completion waits for others to join one batched"
@@ -156,6 +163,56 @@ public final class RuntimeConfigSpecs {
                     + " support it, as the JDBC store does): the handler gets the transaction from its context,"
                     + " and a crash rolls back both, so the effect on that database is exactly once.");
 
+    public static final ConfigKey<Integer> TRANSACTIONAL_GROUP = ConfigKey.integer("transactional.group").defaultValue(1)
+            .atLeast(1).atMost(1000)
+            .doc("Transactional mode: up to this many claimed messages of one dispatch run in one database"
+                    + " transaction, each under a savepoint of its own. A message whose handler fails is rolled back to"
+                    + " its savepoint and retried or dead-lettered alone; the others commit together, then each is"
+                    + " acked. 1 gives each message its own transaction. Written flat beside `transactional: true`"
+                    + " (`transactional.group: 10`).");
+
+    /** The name of the sequence guard's aggregate extractors under a pipeline. */
+    public static final String SEQUENCE_AGGREGATE = "sequence.aggregate";
+
+    public static final String SEQUENCE_AGGREGATE_DOC = "Turns the sequence guard on: where the aggregate's ID comes"
+            + " from (a list of ID extractors like `id`; the first that finds a value wins). Events of one aggregate"
+            + " run one at a time, in the order of their numbers, with the aggregate as their ordering key. An event"
+            + " without one is dead-lettered as `invalid-sequence`. Needs `sequence.number` and a store that keeps"
+            + " watermarks (Caffeine, Redis, JDBC).";
+
+    /** The name of the sequence guard's number extractors under a pipeline. */
+    public static final String SEQUENCE_NUMBER = "sequence.number";
+
+    public static final String SEQUENCE_NUMBER_DOC = "Where each event's sequence number comes from (a list of ID"
+            + " extractors, e.g. a header); it must be an unsigned decimal number from 1 up to 2^63-1. An event"
+            + " numbered at or below its aggregate's watermark is `stale` (acked, counted, not run); the next number"
+            + " runs and raises the watermark with its key's completion. A missing or malformed number is"
+            + " dead-lettered as `invalid-sequence`.";
+
+    public static final ConfigKey<String> SEQUENCE_GAPS = enumKey("sequence.gaps", SequencePolicy.Gaps.WAIT)
+            .doc("What an event numbered past the next one does: `wait` (set aside, while its aggregate's later"
+                    + " events and other aggregates go on, until the missing numbers ran or `sequence.gap-timeout`"
+                    + " passed; then it is dead-lettered as `sequence-gap`, naming the missing numbers) or `accept`"
+                    + " (run it; the watermark jumps, and the missing events are stale when they come).");
+
+    public static final ConfigKey<Duration> SEQUENCE_GAP_TIMEOUT = ConfigKey.duration("sequence.gap-timeout")
+            .defaultValue(Duration.ofSeconds(30)).atLeast(Duration.ofMillis(1))
+            .doc("Under `sequence.gaps: wait`, how long an event waits for the numbers before it. It holds its"
+                    + " delivery unacked meanwhile (on Kafka the partition's committed offset waits too), so keep it"
+                    + " below `lease` times a few and the broker's redelivery timeouts.");
+
+    public static final ConfigKey<Duration> SEQUENCE_RETENTION = ConfigKey.duration("sequence.retention")
+            .defaultValue(Duration.ofDays(30)).atLeast(Duration.ofSeconds(1))
+            .doc("How long an aggregate's watermark is remembered after its last event; an aggregate quiet for"
+                    + " longer starts over, and an old event replayed after that runs again.");
+
+    public static final ConfigKey<String> EMIT_ID_HEADER = ConfigKey.string("emit.id-header").defaultValue("message-id")
+            .validate(s -> !s.isBlank(), "not be blank")
+            .doc("The header that carries the ID of each message the handler emits through `HandlerContext.send`"
+                    + " (a name-based UUID of the namespace, the inbound key and the emit's ordinal, so a re-run emits"
+                    + " the same IDs); a downstream pipeline takes its key from it. Where the broker lets the sender"
+                    + " choose the message ID, it is set too.");
+
     /** The keys of one {@code pipelines.<name>} section, except {@value #ID}. */
     public static final ConfigSpec PIPELINE = ConfigSpec.builder()
             .define(SOURCE)
@@ -174,11 +231,17 @@ public final class RuntimeConfigSpecs {
             .define(RETRY_INITIAL_BACKOFF)
             .define(RETRY_MAX_BACKOFF)
             .define(RETRY_MULTIPLIER)
+            .define(RETRY_CONFLICT_ATTEMPTS)
             .define(COMMIT_LINGER)
             .define(COMMIT_BATCH_SIZE)
             .define(MAX_DELIVERIES)
             .define(DEAD_LETTER)
             .define(TRANSACTIONAL)
+            .define(TRANSACTIONAL_GROUP)
+            .define(SEQUENCE_GAPS)
+            .define(SEQUENCE_GAP_TIMEOUT)
+            .define(SEQUENCE_RETENTION)
+            .define(EMIT_ID_HEADER)
             .build();
 
     public static final ConfigKey<Duration> SHUTDOWN_TIMEOUT = ConfigKey.duration("shutdown-timeout")

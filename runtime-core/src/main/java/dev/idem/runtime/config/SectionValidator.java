@@ -89,8 +89,8 @@ final class SectionValidator {
                 Object value = e.getValue();
                 ConfigKey<?> key = spec.key(name);
                 ConfigKey<?> enclosingMap = enclosingMap(name);
-                if (prefix.isEmpty() && structured.contains(local)) {
-                    structuredRaw.put(local, value);
+                if (structured.contains(name)) {
+                    structuredRaw.put(name, value);
                 } else if (key != null) {
                     give(key, value);
                 } else if (enclosingMap != null) {
@@ -196,8 +196,12 @@ final class SectionValidator {
                     names.add(name.substring(prefix.length() + 1));
                 }
             }
-            if (prefix.isEmpty()) {
-                names.addAll(structured);
+            for (String name : structured) {
+                if (prefix.isEmpty()) {
+                    names.add(name);
+                } else if (name.startsWith(prefix + ".")) {
+                    names.add(name.substring(prefix.length() + 1));
+                }
             }
             return names;
         }

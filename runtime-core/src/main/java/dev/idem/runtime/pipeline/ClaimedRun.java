@@ -1,5 +1,10 @@
 package dev.idem.runtime.pipeline;
 
+import dev.idem.api.RejectedException;
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.SequenceAdvance;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreException;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -37,7 +42,15 @@ final class ClaimedRun extends RunStrategy {
             return Step.HANDED_BACK;
         }
         w.runs++;
-        Throwable failure = runHandler(w, null);
+        Throwable failure = runResolvingConflicts(w, () -> runHandler(w, null));
+        if (failure instanceof RejectedException) {
+            w.rejected = true;
+            logRejected(w, failure);
+            return commit(w);
+        }
+        if (failure == null && w.emitted != null) {
+            failure = publishEmitted(w);
+        }
         if (failure == null) {
             return commit(w);
         }
@@ -58,9 +71,30 @@ final class ClaimedRun extends RunStrategy {
         return Step.NEXT;
     }
 
-    private Step commit(Work w) {
+    /**
+     * Publishes what the run emitted, each confirmed, in order; returns the failure that stopped it, or null.
+     * A failed run goes back to the handler's retries, and its re-run emits the same IDs again.
+     */
+    private Throwable publishEmitted(Work w) {
+        BrokerAdapter adapter = s.adapter;
+        for (OutboxStore.Emitted e : w.emitted) {
+            try {
+                adapter.publish(e.destination(), e.message());
+                s.metrics.emitted.increment();
+            } catch (RuntimeException failure) {
+                log.warn("Pipeline '{}': {} ran, but the message it emitted to '{}' (ID {}) was not confirmed ({});"
+                        + " the run counts as failed", s.name, w.describe(), LogSafe.text(e.destination()),
+                        e.message().messageId(), failure.getMessage());
+                return failure;
+            }
+        }
+        return null;
+    }
+
+    /** Completes the key of a handled work (raising its sequence watermark), then acks; or acks an unclaimed one. */
+    Step commit(Work w) {
         if (!w.claimed) {
-            s.metrics.processed.count(w);
+            s.handledOutcome(w).count(w);
             settle.ack(w);
             return Step.NEXT;
         }
@@ -73,12 +107,15 @@ final class ClaimedRun extends RunStrategy {
         for (int attempt = 1; ; attempt++) {
             long start = System.nanoTime();
             try {
-                boolean completed = s.store.complete(w.storeKey, w.token, s.config.retention());
+                SequenceAdvance advance = s.advanceOf(w);
+                boolean completed = advance == null ? s.store.complete(w.storeKey, w.token, s.config.retention())
+                        : ((SequencedDedupStore) s.store).completeAndAdvance(w.storeKey, w.token,
+                                s.config.retention(), advance);
                 s.metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
                 s.storeDown = false;
                 w.claimed = false;
                 if (completed) {
-                    s.metrics.processed.count(w);
+                    s.handledOutcome(w).count(w);
                     settle.ack(w);
                     return Step.NEXT;
                 }

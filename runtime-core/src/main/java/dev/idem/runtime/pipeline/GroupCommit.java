@@ -150,7 +150,7 @@ final class GroupCommit {
         for (int attempt = 1; ; attempt++) {
             List<CompletionRequest> requests = new ArrayList<>(remaining.size());
             for (Work w : remaining) {
-                requests.add(new CompletionRequest(w.storeKey, w.token, s.config.retention()));
+                requests.add(new CompletionRequest(w.storeKey, w.token, s.config.retention(), s.advanceOf(w)));
             }
             List<Work> failed = new ArrayList<>();
             long start = System.nanoTime();
@@ -217,7 +217,7 @@ final class GroupCommit {
     private void settle(Work w, boolean completed) {
         w.claimed = false;
         if (completed) {
-            s.metrics.processed.count(w);
+            s.handledOutcome(w).count(w);
             settle.ack(w);
             scheduler.resume(w, Step.NEXT);
             return;

@@ -28,10 +28,14 @@ final class Intake {
     private final Claims claims;
     private final Settlement settle;
     private final boolean fingerprinting;
+    /** The sequence guard, or {@code null}. */
+    private final Sequences sequences;
     private volatile KeyScheduler scheduler;
 
-    Intake(PipelineState state, KeyResolver keys, OrderKeys orderKeys, Claims claims, Settlement settle) {
+    Intake(PipelineState state, KeyResolver keys, OrderKeys orderKeys, Claims claims, Settlement settle,
+            Sequences sequences) {
         this.s = state;
+        this.sequences = sequences;
         this.keys = keys;
         this.orderKeys = orderKeys;
         this.claims = claims;
@@ -100,6 +104,12 @@ final class Intake {
         Map<String, Work> firstCopies = n > 1 ? new HashMap<>(n * 2) : null;
         for (Work w : works) {
             keys.resolve(w);
+            if (w.key != null && sequences != null) {
+                sequences.resolve(w);
+                if (w.rejectCause != null) {
+                    w.key = null;
+                }
+            }
             if (w.key != null) {
                 w.storeKey = new StoreKey(s.namespace, w.key);
                 w.fingerprint = fingerprinting ? Fingerprints.sha256(w.message.payload()) : null;
@@ -125,7 +135,7 @@ final class Intake {
         List<Work> runnable = new ArrayList<>(n);
         for (Work w : works) {
             if (w.dispatch) {
-                w.orderKey = orderKeys.of(w);
+                w.orderKey = w.aggregate != null ? w.aggregate.id() : orderKeys.of(w);
                 runnable.add(w);
             }
         }

@@ -26,6 +26,9 @@ import org.slf4j.MDC;
  *       with the work still at the head; no thread waits, and the key's later messages stay behind it.
  *   <li>A run whose completion is written in a batch holds its key the same way until {@link #resume}:
  *       the worker goes on with other keys meanwhile.
+ *   <li>A work that cannot run before later works of its key (a sequence gap) is set aside beside the
+ *       key's queue, which goes on; it returns to the head after the key's next message settles, or on a
+ *       timer. An idle key with works set aside keeps its queue.
  *   <li>A run that hands its work back to the broker hands the key's queued works back with it, so
  *       no later message of the key runs before the redelivery of an earlier one.
  *   <li>A suspect (a key taken over after a lease ran out) runs alone: no other work of the pipeline
@@ -52,19 +55,47 @@ final class KeyScheduler {
 
         /** Hands a queued work that will not run back to the broker, giving up its claim. */
         void handBack(Work work);
+
+        /**
+         * Runs the first {@code count} works, the heads of as many keys, as {@link #run} would each (possibly
+         * together), and puts each one's step at its index in {@code steps}; must not throw.
+         */
+        default void runAll(Work[] works, int count, boolean alone, Step[] steps) {
+            for (int i = 0; i < count; i++) {
+                steps[i] = run(works[i], alone);
+            }
+        }
     }
 
     private static final class KeyQueue {
         /** The ordering key, or {@code null} for a work ordered with nothing (never in the map). */
         final Object key;
         final ArrayDeque<Work> works = new ArrayDeque<>(2);
+        /** Works set aside ({@link Step.Kind#SET_ASIDE}) while the key's later ones run; null while none. */
+        List<Work> aside;
 
         KeyQueue(Object key) {
             this.key = key;
         }
+
+        boolean hasAside() {
+            return aside != null && !aside.isEmpty();
+        }
+
+        /** Puts the works set aside back at the front, lowest sequence number first. */
+        void bringBackAside() {
+            if (!hasAside()) {
+                return;
+            }
+            aside.sort(java.util.Comparator.comparingLong((Work w) -> w.sequenceNumber).reversed());
+            for (Work w : aside) {
+                works.addFirst(w);
+            }
+            aside.clear();
+        }
     }
 
-    /** The most keys a worker takes at once. */
+    /** The most keys a worker takes at once, unless runs are grouped in larger transactions. */
     private static final int MAX_CHUNK = 16;
 
     private final Runner runner;
@@ -81,6 +112,8 @@ final class KeyScheduler {
     /** What a completion decided before its worker reported {@link Step#AWAIT} (the worker was still on its chunk). */
     private final Map<KeyQueue, Step> resolvedEarly = new HashMap<>();
     private final Thread[] workers;
+    /** The most keys one worker takes at once. */
+    private final int maxChunk;
     /** Works running now; written under the lock, read without it by {@link #running()}. */
     private volatile int running;
     private int waitingWorkers;
@@ -90,6 +123,13 @@ final class KeyScheduler {
     private boolean closed;
 
     KeyScheduler(String pipeline, int concurrency, ClassLoader handlerLoader, Runner runner, DelayedTasks timers) {
+        this(pipeline, concurrency, handlerLoader, runner, timers, MAX_CHUNK);
+    }
+
+    /** @param maxChunk the most keys a worker takes at once: at least the size of a transaction group */
+    KeyScheduler(String pipeline, int concurrency, ClassLoader handlerLoader, Runner runner, DelayedTasks timers,
+            int maxChunk) {
+        this.maxChunk = Math.max(MAX_CHUNK, maxChunk);
         this.runner = runner;
         this.timers = timers;
         this.workers = new Thread[concurrency];
@@ -143,8 +183,12 @@ final class KeyScheduler {
         KeyQueue q = queues.get(key);
         if (q != null) {
             w.schedulerQueue = q;
+            boolean idle = q.works.isEmpty(); // Only works set aside: nothing runs, parks or waits for it.
             q.works.addLast(w);
-            return false;
+            if (idle) {
+                ready.addLast(q);
+            }
+            return idle;
         }
         q = new KeyQueue(key);
         w.schedulerQueue = q;
@@ -155,8 +199,9 @@ final class KeyScheduler {
     }
 
     private void work() {
-        KeyQueue[] held = new KeyQueue[MAX_CHUNK];
-        Step[] steps = new Step[MAX_CHUNK];
+        KeyQueue[] held = new KeyQueue[maxChunk];
+        Step[] steps = new Step[maxChunk];
+        Work[] heads = new Work[maxChunk];
         int count = 0;
         List<Work> handBack = new ArrayList<>();
         while (true) {
@@ -183,10 +228,36 @@ final class KeyScheduler {
             if (count == 0) {
                 return;
             }
-            for (int i = 0; i < count; i++) {
-                steps[i] = runHead(held[i], alone);
+            if (count == 1) {
+                steps[0] = runHead(held[0], alone);
+            } else {
+                runHeads(held, heads, count, alone, steps);
             }
         }
+    }
+
+    private void runHeads(KeyQueue[] held, Work[] heads, int count, boolean alone, Step[] steps) {
+        for (int i = 0; i < count; i++) {
+            heads[i] = held[i].works.peekFirst();
+            steps[i] = null;
+        }
+        try {
+            runner.runAll(heads, count, alone, steps);
+        } catch (Throwable t) {
+            log.error("A pipeline worker failed on {} messages; handing back those not settled", count, t);
+            for (int i = 0; i < count; i++) {
+                if (steps[i] == null) {
+                    try {
+                        runner.handBack(heads[i]);
+                    } catch (Throwable again) {
+                        log.error("Could not hand {} back; the broker redelivers it once the process ends",
+                                heads[i].describe(), again);
+                    }
+                    steps[i] = Step.HANDED_BACK;
+                }
+            }
+        }
+        java.util.Arrays.fill(heads, 0, count, null);
     }
 
     private Step runHead(KeyQueue q, boolean alone) {
@@ -264,6 +335,7 @@ final class KeyScheduler {
         switch (step.kind()) {
             case NEXT -> {
                 q.works.pollFirst();
+                q.bringBackAside();
                 if ((aborting || detached(q)) && !q.works.isEmpty()) {
                     handBack = drain(q);
                 } else {
@@ -301,6 +373,19 @@ final class KeyScheduler {
                 q.works.pollFirst();
                 handBack = drain(q);
             }
+            case SET_ASIDE -> {
+                Work head = q.works.pollFirst();
+                if (q.aside == null) {
+                    q.aside = new ArrayList<>(2);
+                }
+                q.aside.add(head);
+                if (aborting || (detached(q) && !q.works.isEmpty())) {
+                    handBack = drain(q);
+                } else {
+                    timers.schedule(step.parkNanos(), () -> recall(q, head));
+                    requeueOrDrop(q);
+                }
+            }
         }
         if (q == isolated) {
             isolated = null;
@@ -316,8 +401,38 @@ final class KeyScheduler {
     private void requeueOrDrop(KeyQueue q) {
         if (!q.works.isEmpty()) {
             ready.addLast(q);
-        } else if (q.key != null) {
+        } else if (q.key != null && !q.hasAside()) {
             queues.remove(q.key, q);
+        }
+        // A key with only works set aside stays in the map, idle, so its later messages queue behind them.
+    }
+
+    /** A set-aside work's wait ran out: back to its key's queue, behind a head that may be running. */
+    private void recall(KeyQueue q, Work w) {
+        List<Work> handBack = null;
+        lock.lock();
+        try {
+            if (q.aside == null || !q.aside.remove(w)) {
+                return; // Brought back already, or handed back.
+            }
+            if (aborting) {
+                handBack = List.of(w);
+            } else if (q.works.isEmpty()) {
+                q.works.add(w);
+                ready.addLast(q);
+                if (waitingWorkers > 0) {
+                    workReady.signal();
+                }
+            } else {
+                Work head = q.works.pollFirst();
+                q.works.addFirst(w);
+                q.works.addFirst(head);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (handBack != null) {
+            handBack.forEach(runner::handBack);
         }
     }
 
@@ -344,6 +459,10 @@ final class KeyScheduler {
     private List<Work> drain(KeyQueue q) {
         List<Work> rest = new ArrayList<>(q.works);
         q.works.clear();
+        if (q.hasAside()) {
+            rest.addAll(q.aside);
+            q.aside.clear();
+        }
         if (q.key != null) {
             queues.remove(q.key, q);
         }
@@ -356,6 +475,10 @@ final class KeyScheduler {
         List<Work> rest = new ArrayList<>(q.works);
         q.works.clear();
         q.works.add(head);
+        if (q.hasAside()) {
+            rest.addAll(q.aside);
+            q.aside.clear();
+        }
         return rest;
     }
 
@@ -432,6 +555,11 @@ final class KeyScheduler {
             parked.clear();
             for (KeyQueue q : awaiting) {
                 handBack.addAll(drainBehindHead(q));
+            }
+            for (KeyQueue q : List.copyOf(queues.values())) {
+                if (q.works.isEmpty() && q.hasAside()) {
+                    handBack.addAll(drain(q));
+                }
             }
         } finally {
             lock.unlock();

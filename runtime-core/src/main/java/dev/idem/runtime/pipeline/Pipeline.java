@@ -9,6 +9,7 @@ import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.IdExtractor;
@@ -65,6 +66,21 @@ public final class Pipeline implements DeliveryListener {
     private long summarizedAt = System.nanoTime();
 
     /**
+     * The extractor chains of one pipeline.
+     *
+     * @param id the chain that finds the idempotency key
+     * @param ordering the chain that finds the ordering key ({@code ordering-key}); empty for the defaults
+     * @param aggregate the sequence guard's aggregate chain ({@code sequence.aggregate}); empty without the guard
+     * @param number the sequence guard's number chain ({@code sequence.number}); empty without the guard
+     */
+    public record Extractors(List<IdExtractor> id, List<IdExtractor> ordering, List<IdExtractor> aggregate,
+            List<IdExtractor> number) {
+        public Extractors(List<IdExtractor> id, List<IdExtractor> ordering) {
+            this(id, ordering, List.of(), List.of());
+        }
+    }
+
+    /**
      * @param idExtractors the chain that finds the idempotency key
      * @param orderingExtractors the chain that finds the ordering key ({@code ordering-key}); empty for the defaults
      * @param ticker the time source of retries, deferrals, leases and handler timeouts ({@link System#nanoTime} in production)
@@ -73,6 +89,16 @@ public final class Pipeline implements DeliveryListener {
     public Pipeline(PipelineConfig config, MessageHandler handler, DedupStore store, List<IdExtractor> idExtractors,
             List<IdExtractor> orderingExtractors, MeterRegistry registry, OutcomeListener outcomes,
             LongSupplier ticker) {
+        this(config, handler, store, new Extractors(idExtractors, orderingExtractors), registry, outcomes, ticker);
+    }
+
+    /**
+     * @param ticker the time source of retries, deferrals, leases and handler timeouts ({@link System#nanoTime} in production)
+     * @throws ConfigException if the pipeline is transactional and the store cannot be, or has a sequence guard
+     *         and the store keeps no watermarks
+     */
+    public Pipeline(PipelineConfig config, MessageHandler handler, DedupStore store, Extractors extractors,
+            MeterRegistry registry, OutcomeListener outcomes, LongSupplier ticker) {
         TransactionalDedupStore transactionalStore = null;
         if (config.transactional()) {
             if (!(store instanceof TransactionalDedupStore transactional)) {
@@ -83,6 +109,11 @@ public final class Pipeline implements DeliveryListener {
             }
             transactionalStore = transactional;
         }
+        if (config.sequence() != null && !(store instanceof SequencedDedupStore)) {
+            throw new ConfigException("pipelines." + config.name() + ".sequence is set, but the dedup store "
+                    + PluginContext.unwrap(store).getClass().getName() + " keeps no sequence watermarks."
+                    + " Use a store that does (store.type: caffeine, redis or jdbc), or remove the sequence section");
+        }
         this.state = new PipelineState(config, handler, store, transactionalStore,
                 new PipelineMetrics(registry, config.name(), outcomes), ticker);
         Settlement settle = new Settlement(state);
@@ -90,12 +121,20 @@ public final class Pipeline implements DeliveryListener {
         ClaimedRun claimed = new ClaimedRun(state, settle);
         this.settle = settle;
         this.claimedRun = claimed;
-        RunStrategy strategy = transactionalStore != null ? new TransactionalRun(state, settle, claims, claimed) : claimed;
-        this.runs = new Runs(state, settle, claims, strategy);
-        this.intake = new Intake(state, new KeyResolver(idExtractors, config.missingId()),
-                new OrderKeys(config.ordering(), orderingExtractors), claims, settle);
+        Sequences sequences = config.sequence() == null ? null
+                : new Sequences(state, settle, extractors.aggregate(), extractors.number());
+        RunStrategy strategy = transactionalStore != null
+                ? new TransactionalRun(state, settle, claims, claimed, sequences) : claimed;
+        this.runs = new Runs(state, settle, claims, strategy, transactionalStore == null ? sequences : null);
+        this.intake = new Intake(state, new KeyResolver(extractors.id(), config.missingId()),
+                new OrderKeys(config.ordering(), extractors.ordering()), claims, settle, sequences);
         this.leaseKeeper = new LeaseKeeper(state);
         this.handlerLoader = handler.getClass().getClassLoader();
+    }
+
+    /** Lets transactional runs that wrote to the outbox wake its relay once they committed. */
+    public void onOutboxWrite(Runnable wake) {
+        state.outboxWritten = wake;
     }
 
     public String name() {
@@ -148,8 +187,10 @@ public final class Pipeline implements DeliveryListener {
             throw new IllegalStateException("Pipeline '" + name() + "' was already started");
         }
         PipelineConfig config = state.config;
+        state.adapter = adapter;
         timers = new DelayedTasks("idem-" + name() + "-timer", state.ticker);
-        scheduler = new KeyScheduler(name(), config.concurrency(), handlerLoader, runs, timers);
+        scheduler = new KeyScheduler(name(), config.concurrency(), handlerLoader, runs, timers,
+                config.transactional() ? config.transactionGroup() : 1);
         settle.orderThrough(scheduler);
         if (config.commit().batched() && !config.transactional()) {
             groupCommit = new GroupCommit(state, settle, scheduler);

@@ -18,6 +18,7 @@ final class PipelineMetrics {
     static final String MESSAGES = "idem.messages";
     static final String HANDLER_DURATION = "idem.handler.duration";
     static final String STORE_DURATION = "idem.store.duration";
+    static final String EMITTED = "idem.emitted";
     /** One debug line per outcome, for following single messages. */
     private static final Logger OUTCOMES = LoggerFactory.getLogger("idem.outcome");
 
@@ -75,6 +76,16 @@ final class PipelineMetrics {
     final Outcome unprotected;
     /** Deliveries handed back because the store could not answer. */
     final Outcome storeUnavailable;
+    /** Events numbered at or below their aggregate's watermark: acked, not run. */
+    final Outcome stale;
+    /** Events that had to wait for the numbers before them (counted once each, whatever came of it). */
+    final Outcome gapWaited;
+    /** Runs that ended with {@code RejectedException}: acked, not retried. */
+    final Outcome rejected;
+    /** Handler runs repeated at once after an optimistic update lost a race. */
+    final Outcome conflictRetried;
+    /** Messages handlers emitted: published in plain mode, written to the outbox in transactional mode. */
+    final Counter emitted;
     final Timer handler;
     final Timer claim;
     final Timer complete;
@@ -93,6 +104,12 @@ final class PipelineMetrics {
         leaseLost = new Outcome(registry, pipeline, "lease-lost", listener);
         unprotected = new Outcome(registry, pipeline, "unprotected", listener);
         storeUnavailable = new Outcome(registry, pipeline, "store-unavailable", listener);
+        stale = new Outcome(registry, pipeline, "stale", listener);
+        gapWaited = new Outcome(registry, pipeline, "gap-waited", listener);
+        rejected = new Outcome(registry, pipeline, "rejected", listener);
+        conflictRetried = new Outcome(registry, pipeline, "conflict-retried", listener);
+        emitted = Counter.builder(EMITTED).description("Messages emitted by handlers")
+                .tag("pipeline", pipeline).register(registry);
         handler = Timer.builder(HANDLER_DURATION).description("Handler run time")
                 .tag("pipeline", pipeline).register(registry);
         claim = store(registry, pipeline, "claim");

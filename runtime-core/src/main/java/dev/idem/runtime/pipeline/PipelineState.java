@@ -2,7 +2,10 @@ package dev.idem.runtime.pipeline;
 
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.TransactionalDedupStore;
 import java.util.Map;
 import java.util.Set;
@@ -35,6 +38,13 @@ final class PipelineState {
     /** Dispatched batches with works not yet settled: what the lease keeper watches. */
     final Set<Batch> tracked = ConcurrentHashMap.newKeySet();
 
+    /** The store's outbox in transactional mode, where the store keeps one; {@code null} otherwise. */
+    final OutboxStore outbox;
+    /** Where plain mode publishes what handlers emit; set when the pipeline starts. */
+    volatile BrokerAdapter adapter;
+    /** Called after a transaction that wrote to the outbox committed: wakes the outbox relay. */
+    volatile Runnable outboxWritten = () -> { };
+
     volatile Phase phase = Phase.NEW;
     /**
      * Set when a store call failed retriably, cleared when one succeeds. While set, no handler run
@@ -50,10 +60,22 @@ final class PipelineState {
         this.handler = handler;
         this.store = store;
         this.transactionalStore = transactionalStore;
+        this.outbox = transactionalStore instanceof OutboxStore o ? o : null;
         this.metrics = metrics;
         this.limit = new InFlightLimit(config.maxInFlight());
         this.ticker = ticker;
         this.handlerLogger = System.getLogger("idem.handler." + config.name());
+    }
+
+    /** The watermark a sequenced work's completion raises; {@code null} without the sequence guard. */
+    SequenceAdvance advanceOf(Work w) {
+        return w.aggregate == null ? null
+                : new SequenceAdvance(w.aggregate, w.sequenceNumber, config.sequence().retention());
+    }
+
+    /** The outcome a handled work is counted as. */
+    PipelineMetrics.Outcome handledOutcome(Work w) {
+        return w.rejected ? metrics.rejected : metrics.processed;
     }
 
     long now() {

@@ -1,5 +1,6 @@
 package dev.idem.runtime.pipeline;
 
+import dev.idem.api.ConcurrentUpdateException;
 import dev.idem.api.NonRetryableException;
 import dev.idem.runtime.config.RetryPolicy;
 import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
@@ -33,16 +34,35 @@ abstract class RunStrategy {
         return w.storeAttempt - 1 + w.runs;
     }
 
-    /** Runs the handler once with its timeout; returns its failure, or null on success. */
+    /**
+     * Runs the handler once with its timeout; returns its failure, or null on success. What it emitted lands
+     * in {@link Work#emitted} on success.
+     */
     Throwable runHandler(Work w, StoreTransaction transaction) {
         long start = s.now();
         long deadline = start + s.config.handlerTimeout().toNanos();
         w.beginRun(deadline);
+        w.emitted = null;
+        w.rejected = false;
         Throwable failure = null;
+        Emissions emissions = null;
+        String cannotEmit = null;
+        if (w.key == null) {
+            cannotEmit = "pipeline '" + s.name + "' runs this message without an idempotency key, so a re-run could"
+                    + " not repeat the IDs of what it emits; give it a key (pipelines." + s.name + ".id)";
+        } else if (s.transactionalStore != null && s.outbox == null) {
+            cannotEmit = "pipeline '" + s.name + "' is transactional, and its dedup store keeps no outbox to write"
+                    + " emitted messages in the handler's transaction; use the JDBC store";
+        } else {
+            emissions = new Emissions(s.namespace, w.key, s.config.emitIdHeader());
+        }
         MDC.put(Pipeline.MDC_KEY, w.key);
         try {
             s.handler.handle(new DeliveredMessage(w.message, w.key, attemptOf(w)),
-                    new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction));
+                    new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction, emissions, cannotEmit));
+            if (emissions != null) {
+                w.emitted = emissions.emitted();
+            }
         } catch (Throwable t) {
             failure = t;
         } finally {
@@ -74,6 +94,34 @@ abstract class RunStrategy {
         log.debug("Pipeline '{}': {} failed on run {} ({}); retrying", s.name, w.describe(), w.runs,
                 failure.toString());
         return Step.park(retry.backoffBefore(w.runs + 1).toNanos());
+    }
+
+    /**
+     * Runs the handler, and again at once while it throws {@link ConcurrentUpdateException}, up to
+     * {@code retry.conflict-attempts} more runs; returns the last run's failure, or null.
+     */
+    Throwable runResolvingConflicts(Work w, java.util.function.Supplier<Throwable> run) {
+        return resolveConflicts(w, run.get(), run);
+    }
+
+    /** {@link #runResolvingConflicts} after a first run that ended with {@code failure}. */
+    Throwable resolveConflicts(Work w, Throwable failure, java.util.function.Supplier<Throwable> run) {
+        int conflicts = 0;
+        while (failure instanceof ConcurrentUpdateException && conflicts < s.config.retry().conflictAttempts()
+                && !s.aborting() && !w.leaseLost) {
+            conflicts++;
+            s.metrics.conflictRetried.count(w);
+            log.debug("Pipeline '{}': {} lost an optimistic update ({}); running it again at once", s.name,
+                    w.describe(), failure.getMessage());
+            failure = run.get();
+        }
+        return failure;
+    }
+
+    /** Logs why a run ended as rejected. */
+    void logRejected(Work w, Throwable rejection) {
+        log.info("Pipeline '{}': {} rejected, acked without retry: {}", s.name, w.describe(),
+                LogSafe.text(String.valueOf(rejection.getMessage())));
     }
 
     static String causeOf(Throwable failure) {

@@ -4,6 +4,7 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.StoreException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,50 +22,113 @@ final class Runs implements KeyScheduler.Runner {
     private final Settlement settle;
     private final Claims claims;
     private final RunStrategy strategy;
+    /** The sequence guard checked before a run, in plain mode; {@code null} otherwise. */
+    private final Sequences sequences;
+    /** How many ready works share one transaction ({@code transactional.group}); 1 in plain mode. */
+    private final int groupSize;
 
-    Runs(PipelineState state, Settlement settle, Claims claims, RunStrategy strategy) {
+    Runs(PipelineState state, Settlement settle, Claims claims, RunStrategy strategy, Sequences sequences) {
         this.s = state;
         this.settle = settle;
         this.claims = claims;
         this.strategy = strategy;
+        this.sequences = sequences;
+        this.groupSize = strategy instanceof TransactionalRun ? state.config.transactionGroup() : 1;
     }
 
     @Override
     public Step run(Work w, boolean alone) {
         try {
-            if (s.aborting()) {
-                settle.abandon(w);
-                return Step.HANDED_BACK;
-            }
-            if (w.isSettled()) {
-                return Step.NEXT;
-            }
-            if (w.claimPending) {
-                long wait = w.deferredUntil - s.now();
-                if (wait > 0) {
-                    return Step.park(wait);
-                }
-                Step step = claimAgain(w);
-                if (step != null) {
-                    return step;
-                }
-            }
-            if (w.suspect && w.claimed) {
-                if (!alone) {
-                    return Step.ISOLATE;
-                }
-                Step step = recordStart(w);
-                if (step != null) {
-                    return step;
-                }
-            }
-            return strategy.execute(w);
+            Step step = prepare(w, alone);
+            return step != null ? step : strategy.execute(w);
         } catch (RuntimeException e) {
-            log.error("Pipeline '{}' failed while handling {}; handing it back to the broker", s.name,
-                    w.describe(), e);
+            return failed(w, e);
+        }
+    }
+
+    /**
+     * Runs several keys' heads: each is prepared as {@link #run} would, and those ready to run go in groups of
+     * up to {@code transactional.group} through one database transaction each, in transactional mode.
+     */
+    @Override
+    public void runAll(Work[] works, int count, boolean alone, Step[] steps) {
+        if (groupSize <= 1 || count == 1) {
+            KeyScheduler.Runner.super.runAll(works, count, alone, steps);
+            return;
+        }
+        List<Work> ready = new ArrayList<>(count);
+        List<Integer> readyAt = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            try {
+                steps[i] = prepare(works[i], alone);
+            } catch (RuntimeException e) {
+                steps[i] = failed(works[i], e);
+            }
+            if (steps[i] == null) {
+                ready.add(works[i]);
+                readyAt.add(i);
+            }
+        }
+        for (int from = 0; from < ready.size(); from += groupSize) {
+            int to = Math.min(ready.size(), from + groupSize);
+            List<Work> group = ready.subList(from, to);
+            Step[] groupSteps;
+            try {
+                groupSteps = group.size() == 1 ? new Step[] {strategy.execute(group.get(0))}
+                        : ((TransactionalRun) strategy).executeGroup(group);
+            } catch (RuntimeException e) {
+                groupSteps = new Step[group.size()];
+                for (int j = 0; j < group.size(); j++) {
+                    groupSteps[j] = failed(group.get(j), e);
+                }
+            }
+            for (int j = 0; j < group.size(); j++) {
+                steps[readyAt.get(from + j)] = groupSteps[j];
+            }
+        }
+    }
+
+    private Step failed(Work w, RuntimeException e) {
+        log.error("Pipeline '{}' failed while handling {}; handing it back to the broker", s.name, w.describe(), e);
+        settle.abandon(w);
+        return Step.HANDED_BACK;
+    }
+
+    /**
+     * What comes before a run: hands back when aborting, waits out a deferral and claims again, checks the
+     * sequence, sends a suspect to run alone and records its start. {@code null} when the work is to run.
+     */
+    private Step prepare(Work w, boolean alone) {
+        if (s.aborting()) {
             settle.abandon(w);
             return Step.HANDED_BACK;
         }
+        if (w.isSettled()) {
+            return Step.NEXT;
+        }
+        if (w.claimPending) {
+            long wait = w.deferredUntil - s.now();
+            if (wait > 0) {
+                return Step.park(wait);
+            }
+            Step step = claimAgain(w);
+            if (step != null) {
+                return step;
+            }
+        }
+        if (sequences != null && w.aggregate != null && w.claimed) {
+            Step step = sequences.check(w);
+            if (step != null) {
+                return step;
+            }
+        }
+        if (w.suspect && w.claimed) {
+            if (!alone) {
+                return Step.ISOLATE;
+            }
+            return recordStart(w);
+        }
+        return null;
     }
 
     @Override

@@ -1,7 +1,11 @@
 package dev.idem.runtime.pipeline;
 
+import dev.idem.api.ConcurrentUpdateException;
+import dev.idem.api.RejectedException;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.TransactionalDedupStore;
+import java.util.ArrayList;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,12 +24,16 @@ final class TransactionalRun extends RunStrategy {
     private final TransactionalDedupStore store;
     private final Claims claims;
     private final ClaimedRun unprotected;
+    /** The sequence guard, or {@code null}. */
+    private final Sequences sequences;
 
-    TransactionalRun(PipelineState state, Settlement settle, Claims claims, ClaimedRun unprotected) {
+    TransactionalRun(PipelineState state, Settlement settle, Claims claims, ClaimedRun unprotected,
+            Sequences sequences) {
         super(state, settle);
         this.store = state.transactionalStore;
         this.claims = claims;
         this.unprotected = unprotected;
+        this.sequences = sequences;
     }
 
     @Override
@@ -35,13 +43,100 @@ final class TransactionalRun extends RunStrategy {
         }
         w.runs++;
         TransactionalDedupStore.Outcome[] outcome = new TransactionalDedupStore.Outcome[1];
-        Throwable failure = runInTransaction(w, outcome);
+        Throwable failure = runResolvingConflicts(w, () -> runInTransaction(w, outcome));
+        return settleRun(w, failure, outcome[0]);
+    }
+
+    /**
+     * Runs several works in one transaction through {@link TransactionalDedupStore#runGroup}, each under a
+     * savepoint; settles each as {@link #execute} would. A work whose optimistic update lost a race runs again
+     * at once in a transaction of its own.
+     */
+    Step[] executeGroup(List<Work> works) {
+        Step[] steps = new Step[works.size()];
+        List<TransactionalDedupStore.GroupMember> members = new ArrayList<>(works.size());
+        List<Integer> memberAt = new ArrayList<>(works.size());
+        List<Throwable[]> handlerFailures = new ArrayList<>(works.size());
+        for (int i = 0; i < works.size(); i++) {
+            Work w = works.get(i);
+            if (w.storeKey == null) {
+                steps[i] = unprotected.execute(w);
+                continue;
+            }
+            w.runs++;
+            Throwable[] handlerFailure = new Throwable[1];
+            members.add(new TransactionalDedupStore.GroupMember(w.storeKey, w.fingerprint, s.config.retention(),
+                    s.advanceOf(w), sequences != null && sequences.waitsForGaps(), work(w, handlerFailure)));
+            memberAt.add(i);
+            handlerFailures.add(handlerFailure);
+        }
+        if (members.isEmpty()) {
+            return steps;
+        }
+        List<TransactionalDedupStore.GroupResult> results;
+        for (int j = 0; j < members.size(); j++) {
+            works.get(memberAt.get(j)).inTransaction = true;
+        }
+        try {
+            results = store.runGroup(members);
+            if (results.size() != members.size()) {
+                throw new StoreException("The store answered " + results.size() + " results for a group of "
+                        + members.size(), false);
+            }
+        } catch (RuntimeException e) {
+            results = new ArrayList<>(members.size());
+            for (int j = 0; j < members.size(); j++) {
+                results.add(new TransactionalDedupStore.GroupResult.Failed(e));
+            }
+        } finally {
+            for (int j = 0; j < members.size(); j++) {
+                works.get(memberAt.get(j)).inTransaction = false;
+            }
+        }
+        for (int j = 0; j < members.size(); j++) {
+            Work w = works.get(memberAt.get(j));
+            TransactionalDedupStore.GroupResult result = results.get(j);
+            if (result instanceof TransactionalDedupStore.GroupResult.Done done) {
+                steps[memberAt.get(j)] = settleRun(w, null, done.outcome());
+                continue;
+            }
+            Exception cause = ((TransactionalDedupStore.GroupResult.Failed) result).cause();
+            Throwable failure = handlerFailures.get(j)[0] != null ? handlerFailures.get(j)[0] : cause;
+            TransactionalDedupStore.Outcome[] outcome = new TransactionalDedupStore.Outcome[1];
+            if (failure instanceof ConcurrentUpdateException) {
+                failure = resolveConflicts(w, failure, () -> runInTransaction(w, outcome));
+            }
+            steps[memberAt.get(j)] = settleRun(w, failure, outcome[0]);
+        }
+        return steps;
+    }
+
+    /** Settles a work after its transactional run: the outcome when it committed, else the failure. */
+    private Step settleRun(Work w, Throwable failure, TransactionalDedupStore.Outcome committed) {
+        if (failure instanceof RejectedException) {
+            // Rolled back; the claim, taken before the transaction, now completes the key (and raises the watermark).
+            w.rejected = true;
+            logRejected(w, failure);
+            return unprotected.commit(w);
+        }
+        if (failure == null && committed == TransactionalDedupStore.Outcome.SEQUENCE_GAP) {
+            // Rolled back before the work ran; the claim is still ours.
+            return sequences.gap(w, -1);
+        }
         if (failure == null) {
             // The committed transaction wrote the key as completed under its own token: nothing to release.
             w.claimed = false;
-            switch (outcome[0]) {
+            switch (committed) {
                 case COMMITTED -> {
                     s.metrics.processed.count(w);
+                    if (w.emitted != null) {
+                        s.metrics.emitted.increment(w.emitted.size());
+                        s.outboxWritten.run();
+                    }
+                    settle.ack(w);
+                }
+                case STALE -> {
+                    sequences.stale(w, -1);
                     settle.ack(w);
                 }
                 case DUPLICATE -> claims.onDuplicate(w, true);
@@ -71,19 +166,30 @@ final class TransactionalRun extends RunStrategy {
         return Step.NEXT;
     }
 
+    /** The handler's part of a transaction: its run, then what it emitted into the outbox. */
+    private TransactionalDedupStore.Work work(Work w, Throwable[] handlerFailure) {
+        return tx -> {
+            Throwable t = runHandler(w, tx);
+            if (t != null) {
+                handlerFailure[0] = t;
+                throw t instanceof Exception e ? e : new RuntimeException(t);
+            }
+            if (w.emitted != null) {
+                s.outbox.append(tx, s.namespace, w.emitted);
+            }
+        };
+    }
+
     /** Runs the handler inside {@code runOnce}; the transaction's outcome lands in {@code outcome[0]}. */
     private Throwable runInTransaction(Work w, TransactionalDedupStore.Outcome[] outcome) {
         Throwable[] handlerFailure = new Throwable[1];
         Throwable failure;
         w.inTransaction = true;
         try {
-            outcome[0] = store.runOnce(w.storeKey, w.fingerprint, s.config.retention(), tx -> {
-                Throwable t = runHandler(w, tx);
-                if (t != null) {
-                    handlerFailure[0] = t;
-                    throw t instanceof Exception e ? e : new RuntimeException(t);
-                }
-            });
+            TransactionalDedupStore.Work work = work(w, handlerFailure);
+            outcome[0] = w.aggregate == null ? store.runOnce(w.storeKey, w.fingerprint, s.config.retention(), work)
+                    : store.runOnce(w.storeKey, w.fingerprint, s.config.retention(), s.advanceOf(w),
+                            sequences.waitsForGaps(), work);
             return null;
         } catch (Exception e) {
             failure = handlerFailure[0] != null ? handlerFailure[0] : e;

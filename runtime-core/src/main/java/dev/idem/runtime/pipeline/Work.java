@@ -70,6 +70,16 @@ final class Work {
     List<Work> followers;
     /** The dispatched batch this work belongs to, for the lease keeper. */
     Batch batch;
+    /** The sequence guard's aggregate, in the pipeline's namespace; {@code null} without the guard. */
+    StoreKey aggregate;
+    /** The event's sequence number under the guard, at least 1. */
+    long sequenceNumber;
+    /** When a set-aside event stops waiting for the numbers before it (ticker time); 0 until it first waits. */
+    long gapDeadline;
+    /** What the handler's last successful run emitted, to publish or write before the key completes; or null. */
+    List<dev.idem.spi.OutboxStore.Emitted> emitted;
+    /** The handler's last run rejected the message ({@code RejectedException}): settled as {@code rejected}. */
+    boolean rejected;
     /** Whether it counts against the pipeline's in-flight limit until settled. */
     boolean counted;
 

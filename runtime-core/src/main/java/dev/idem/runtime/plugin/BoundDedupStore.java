@@ -6,6 +6,9 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.SequenceAdvance;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
@@ -30,6 +33,9 @@ class BoundDedupStore implements DedupStore, PluginContext.Bound {
     }
 
     static DedupStore of(DedupStore store, ClassLoader loader) {
+        if (store instanceof SequencedDedupStore || store instanceof OutboxStore) {
+            return CapabilityProxy.of(store, loader);
+        }
         boolean inspectable = store instanceof InspectableDedupStore;
         boolean transactional = store instanceof TransactionalDedupStore;
         if (inspectable && transactional) {
@@ -165,18 +171,53 @@ class BoundDedupStore implements DedupStore, PluginContext.Bound {
             TransactionalDedupStore.Work work) throws Exception {
         ClassLoader caller = PluginContext.enter(loader);
         try {
-            return ((TransactionalDedupStore) store).runOnce(key, fingerprint, retention, caller == loader ? work
-                    : transaction -> {
-                        ClassLoader inStore = PluginContext.enter(caller);
-                        try {
-                            work.run(transaction);
-                        } finally {
-                            PluginContext.leave(inStore);
-                        }
-                    });
+            return ((TransactionalDedupStore) store).runOnce(key, fingerprint, retention, inCaller(work, caller));
         } finally {
             PluginContext.leave(caller);
         }
+    }
+
+    public TransactionalDedupStore.Outcome runOnce(StoreKey key, String fingerprint, Duration retention,
+            SequenceAdvance advance, boolean waitForGaps, TransactionalDedupStore.Work work) throws Exception {
+        ClassLoader caller = PluginContext.enter(loader);
+        try {
+            return ((TransactionalDedupStore) store).runOnce(key, fingerprint, retention, advance, waitForGaps,
+                    inCaller(work, caller));
+        } finally {
+            PluginContext.leave(caller);
+        }
+    }
+
+    public List<TransactionalDedupStore.GroupResult> runGroup(List<TransactionalDedupStore.GroupMember> members) {
+        ClassLoader caller = PluginContext.enter(loader);
+        try {
+            return ((TransactionalDedupStore) store).runGroup(inCaller(members, caller));
+        } finally {
+            PluginContext.leave(caller);
+        }
+    }
+
+    /** The members with their works run in the caller's context (the handler's), not the store's. */
+    static List<TransactionalDedupStore.GroupMember> inCaller(List<TransactionalDedupStore.GroupMember> members,
+            ClassLoader caller) {
+        List<TransactionalDedupStore.GroupMember> out = new java.util.ArrayList<>(members.size());
+        for (TransactionalDedupStore.GroupMember m : members) {
+            out.add(new TransactionalDedupStore.GroupMember(m.key(), m.fingerprint(), m.retention(), m.advance(),
+                    m.waitForGaps(), inCaller(m.work(), caller)));
+        }
+        return out;
+    }
+
+    /** {@code work}, run back in the caller's context when the store calls it. */
+    static TransactionalDedupStore.Work inCaller(TransactionalDedupStore.Work work, ClassLoader caller) {
+        return transaction -> {
+            ClassLoader inStore = PluginContext.enter(caller);
+            try {
+                work.run(transaction);
+            } finally {
+                PluginContext.leave(inStore);
+            }
+        };
     }
 
     @Override

@@ -14,7 +14,7 @@ class ConfigErrorsTest {
 
     private static final String PIPELINE_KEYS = "[source, handler, namespace, missing-id, fingerprint, fingerprint-mismatch,"
             + " ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, commit, max-deliveries,"
-            + " dead-letter, transactional, id, ordering-key]";
+            + " dead-letter, transactional, sequence, emit, id, ordering-key]";
 
     @Test
     void twoPipelinesOnOneSourceMustShareANamespace() {
@@ -76,7 +76,7 @@ class ConfigErrorsTest {
     void unknownKeyInANestedSectionListsThatSectionsKeys() {
         assertThat(problems(withPipelineKeys("retry:\n  max-atempts: 2"))).containsExactly(
                 "Unknown key pipelines.orders.retry.max-atempts. Did you mean 'max-attempts'?"
-                        + " Accepted: [max-attempts, initial-backoff, max-backoff, multiplier]");
+                        + " Accepted: [max-attempts, initial-backoff, max-backoff, multiplier, conflict-attempts]");
     }
 
     @Test
@@ -278,7 +278,7 @@ class ConfigErrorsTest {
     @Test
     void scalarWhereASectionBelongsListsTheSectionsKeys() {
         assertThat(problems(withPipelineKeys("retry: 5"))).containsExactly("Invalid value '5' for pipelines.orders.retry:"
-                + " must be a section with keys [max-attempts, initial-backoff, max-backoff, multiplier]");
+                + " must be a section with keys [max-attempts, initial-backoff, max-backoff, multiplier, conflict-attempts]");
         assertThat(problems(MINIMAL.replace("broker:\n  type: activemq\n  activemq:\n    url: vm://embedded\n",
                 "broker: kafka\n"))).containsExactly(
                 "Invalid value 'kafka' for broker: must be a section with a type, e.g. {type: activemq}");

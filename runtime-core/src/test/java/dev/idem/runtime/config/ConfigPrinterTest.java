@@ -46,11 +46,15 @@ class ConfigPrinterTest {
                       initial-backoff: 100ms
                       max-backoff: 10s
                       multiplier: 2.0
+                      conflict-attempts: 5
                     commit:
                       linger: 1ms
                       batch-size: 256
                     max-deliveries: 5
                     transactional: false
+                    transactional.group: 1
+                    emit:
+                      id-header: message-id
                 runtime:
                   shutdown-timeout: 30s
                   summary-interval: 30s
