@@ -13,6 +13,8 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.SequenceAdvance;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
@@ -84,8 +86,14 @@ import java.util.function.LongSupplier;
  * completed key (a few milliseconds per million keys), is never truncated, and counts while other threads
  * change keys (a key completing meanwhile may be counted in both tiers or in neither), so it is exact only
  * for a quiet store.
+ *
+ * <p>As a {@link SequencedDedupStore}: the watermarks live in a cache of their own ({@link Watermarks}), never
+ * evicted by the keys' size bound, each forgotten its retention after its last change. A completion with an
+ * advance raises the watermark inside the compute that completes the key, before the completion is written, so
+ * whoever sees the key completed sees the watermark raised; a completion the token does not own raises nothing,
+ * and a completion retried by its owner raises again (a no-op unless the watermark was forgotten meanwhile).
  */
-final class CaffeineDedupStore implements InspectableDedupStore {
+final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupStore {
 
     // Durations are capped so that a lease plus a retention still fits a signed difference of
     // nanoTime readings (Caffeine caps expiry at about 146 years itself).
@@ -123,6 +131,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
     private final Cache<StoreKey, Done> completed;
     private final Policy<StoreKey, Done> completedPolicy;
     private final Tokens tokens = new Tokens();
+    private final Watermarks watermarks;
     private final AtomicBoolean sweeping = new AtomicBoolean();
     /** The token that triggered the last sweep. */
     private volatile long lastSweep;
@@ -150,6 +159,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         }
         this.completed = builder.build();
         this.completedPolicy = completed.policy();
+        this.watermarks = new Watermarks(ticker);
     }
 
     @Override
@@ -197,20 +207,36 @@ final class CaffeineDedupStore implements InspectableDedupStore {
 
     @Override
     public boolean complete(StoreKey key, long token, Duration retention) {
-        CompleteOp op = new CompleteOp(token, nanos(retention));
+        return complete(key, token, retention, null);
+    }
+
+    @Override
+    public boolean completeAndAdvance(StoreKey key, long token, Duration retention, SequenceAdvance advance) {
+        return complete(key, token, retention, Objects.requireNonNull(advance, "advance"));
+    }
+
+    @Override
+    public long watermark(StoreKey aggregate) {
+        return watermarks.get(aggregate);
+    }
+
+    /** Completes under the key's lock, raising {@code advance} there too unless it is {@code null}. */
+    private boolean complete(StoreKey key, long token, Duration retention, SequenceAdvance advance) {
+        CompleteOp op = new CompleteOp(token, nanos(retention), advance);
         claims.compute(key, op);
         return op.done;
     }
 
     /**
-     * One pass over the batch, each key completed under its own lock exactly as {@link #complete} does it; no
+     * One pass over the batch, each key completed under its own lock exactly as {@link #complete} does it (and,
+     * with an advance, as {@link #completeAndAdvance} does); no
      * lock spans two keys, so a batch never holds up claims of its other keys. Nothing here can fail part way.
      */
     @Override
     public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         List<CompletionResult> results = new ArrayList<>(requests.size());
         for (CompletionRequest request : requests) {
-            results.add(complete(request.key(), request.token(), request.retention())
+            results.add(complete(request.key(), request.token(), request.retention(), request.advance())
                     ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
         }
         return results;
@@ -280,6 +306,7 @@ final class CaffeineDedupStore implements InspectableDedupStore {
         claims.clear();
         completed.invalidateAll();
         completed.cleanUp();
+        watermarks.clear();
     }
 
     /** Runs pending evictions and expirations of the completed tier now; for tests. */
@@ -475,17 +502,20 @@ final class CaffeineDedupStore implements InspectableDedupStore {
     }
 
     /**
-     * Completion under the key's lock: the completion is written to the completed tier, then the claim is
-     * dropped by returning {@code null}, so the key is never in neither tier.
+     * Completion under the key's lock: the watermark is raised if there is an advance, the completion is written
+     * to the completed tier, then the claim is dropped by returning {@code null}, so the key is never in neither
+     * tier.
      */
     private final class CompleteOp implements BiFunction<StoreKey, Claim, Claim> {
         private final long token;
         private final long retention;
+        private final SequenceAdvance advance;
         boolean done;
 
-        CompleteOp(long token, long retention) {
+        CompleteOp(long token, long retention, SequenceAdvance advance) {
             this.token = token;
             this.retention = retention;
+            this.advance = advance;
         }
 
         @Override
@@ -494,6 +524,9 @@ final class CaffeineDedupStore implements InspectableDedupStore {
                 // A retry by the owner whose completion already landed succeeds again.
                 Done already = completed.getIfPresent(key);
                 done = already != null && already.token == token;
+                if (done && advance != null) {
+                    watermarks.raise(advance);
+                }
                 return null;
             }
             long now = ticker.getAsLong();
@@ -502,6 +535,9 @@ final class CaffeineDedupStore implements InspectableDedupStore {
             }
             if (claim.token != token) {
                 return claim;
+            }
+            if (advance != null) {
+                watermarks.raise(advance);
             }
             if (retention > 0) {
                 completed.put(key, new Done(token, claim.attempts, claim.fingerprint, now + retention));

@@ -39,6 +39,12 @@ final class LuaScript {
         return new LuaScript(name, source.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** Loads {@code <name>.lua} from this package, after the shared {@code record.lua} and {@code <helpers>.lua}. */
+    static LuaScript named(String name, String helpers) {
+        String source = resource("record.lua") + "\n" + resource(helpers + ".lua") + "\n" + resource(name + ".lua");
+        return new LuaScript(name, source.getBytes(StandardCharsets.UTF_8));
+    }
+
     String name() {
         return name;
     }

@@ -9,6 +9,8 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.SequenceAdvance;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
@@ -73,10 +75,15 @@ import java.util.concurrent.TimeoutException;
  * the counts are a close estimate, not a snapshot. It stops after {@value #STATS_MAX_KEYS} matching keys
  * or {@link #STATS_BUDGET}, and then says it was truncated.
  *
+ * <p>As a {@link SequencedDedupStore}: each aggregate's watermark is a key of its own under the prefix
+ * ({@code <prefix>seq:<namespace length>:<namespace>:<aggregate>}), raised in the completion's own script; see
+ * {@link RedisWatermarks}, also for Cluster mode, where the two are atomic only when they share a slot.
+ * {@code stats} skips watermark keys.
+ *
  * <p>Thread-safe: calls from any number of threads share one connection and are pipelined on it. Failures
  * are {@link dev.idem.spi.StoreException}s; see {@link Failures} for which are retriable.
  */
-final class RedisDedupStore implements InspectableDedupStore {
+final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStore {
 
     /** Longer leases and retentions are cut to this, so deadlines stay exact in Lua's doubles. */
     static final Duration LONGEST = Duration.ofDays(100 * 365);
@@ -89,8 +96,8 @@ final class RedisDedupStore implements InspectableDedupStore {
     private static final LuaScript INSPECT = LuaScript.named("inspect");
     private static final LuaScript DELETE = LuaScript.named("delete");
     private static final LuaScript START = LuaScript.named("start");
-    private static final List<LuaScript> SCRIPTS =
-            List.of(CLAIM, COMPLETE, COMPLETE_ALL, RELEASE, RENEW, START, INSPECT, DELETE);
+    private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, COMPLETE_ALL, RELEASE, RENEW, START,
+            INSPECT, DELETE, RedisWatermarks.COMPLETE_ADVANCE, RedisWatermarks.RAISE);
 
     /** How many keys one {@code SCAN} call of {@link #stats()} asks for. */
     static final int STATS_PAGE = 1000;
@@ -112,6 +119,7 @@ final class RedisDedupStore implements InspectableDedupStore {
     private final String keyPrefix;
     private final Failures failures;
     private final long waitNanos;
+    private final RedisWatermarks watermarks;
 
     RedisDedupStore(RedisConnection connection, String keyPrefix, Failures failures, Duration commandTimeout) {
         this.connection = connection;
@@ -121,6 +129,7 @@ final class RedisDedupStore implements InspectableDedupStore {
         this.failures = failures;
         // Lettuce fails a command itself after the command timeout; a NOSCRIPT fallback sends a second one.
         this.waitNanos = commandTimeout.multipliedBy(2).toNanos();
+        this.watermarks = new RedisWatermarks(this, connection, keys, failures, waitNanos);
     }
 
     /**
@@ -167,10 +176,30 @@ final class RedisDedupStore implements InspectableDedupStore {
     }
 
     @Override
+    public boolean completeAndAdvance(StoreKey key, long token, Duration retention, SequenceAdvance advance) {
+        Objects.requireNonNull(advance, "advance");
+        CompletionResult result = watermarks.completeAll(List.of(new CompletionRequest(key, token, retention, advance)))
+                .get(0);
+        if (result instanceof CompletionResult.Failed failed) {
+            throw failed.cause();
+        }
+        return CompletionResult.COMPLETED.equals(result);
+    }
+
+    @Override
+    public long watermark(StoreKey aggregate) {
+        Objects.requireNonNull(aggregate, "aggregate");
+        return watermarks.watermark(aggregate);
+    }
+
+    @Override
     public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         int size = requests.size();
         if (size == 0) {
             return List.of();
+        }
+        if (RedisWatermarks.anyAdvance(requests)) {
+            return watermarks.completeAll(requests);
         }
         byte[][] redisKeys = new byte[size][];
         for (int i = 0; i < size; i++) {
@@ -275,7 +304,9 @@ final class RedisDedupStore implements InspectableDedupStore {
         while (true) {
             List<CompletableFuture<byte[]>> values = new ArrayList<>(cursor.getKeys().size());
             for (byte[] key : cursor.getKeys()) {
-                values.add(redis.get(key).toCompletableFuture());
+                if (!keys.isWatermark(key)) {
+                    values.add(redis.get(key).toCompletableFuture());
+                }
             }
             long deadline = System.nanoTime() + waitNanos;
             for (CompletableFuture<byte[]> value : values) {
@@ -366,11 +397,11 @@ final class RedisDedupStore implements InspectableDedupStore {
         throw failures.unexpectedReply(operation, reply);
     }
 
-    private static String describe(String what, StoreKey key) {
+    static String describe(String what, StoreKey key) {
         return what + " of key '" + abbreviate(key.id()) + "' in namespace '" + abbreviate(key.namespace()) + "'";
     }
 
-    private <T> T await(CompletableFuture<T> reply, String operation, long deadline) {
+    <T> T await(CompletableFuture<T> reply, String operation, long deadline) {
         try {
             return reply.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
@@ -407,7 +438,7 @@ final class RedisDedupStore implements InspectableDedupStore {
     }
 
     /** Reads one group's reply to {@code complete_all.lua}: 1, 0, or the error text of that key's own failure. */
-    private void decodeCompletions(int[] group, List<Object> reply, List<CompletionRequest> requests,
+    void decodeCompletions(int[] group, List<Object> reply, List<CompletionRequest> requests,
             CompletionResult[] results, String operation) {
         if (reply == null || reply.size() != group.length) {
             throw failures.unexpectedReply(operation, reply == null ? null : reply.size() + " values for "
@@ -485,7 +516,7 @@ final class RedisDedupStore implements InspectableDedupStore {
         return new int[][] {all};
     }
 
-    private static byte[][] keysOf(int[] group, byte[][] keys) {
+    static byte[][] keysOf(int[] group, byte[][] keys) {
         byte[][] out = new byte[group.length][];
         for (int j = 0; j < group.length; j++) {
             out[j] = keys[group[j]];
@@ -511,7 +542,7 @@ final class RedisDedupStore implements InspectableDedupStore {
         return (nanos + nanosPerUnit - 1) / nanosPerUnit;
     }
 
-    private static byte[] ascii(long number) {
+    static byte[] ascii(long number) {
         return Long.toString(number).getBytes(StandardCharsets.US_ASCII);
     }
 

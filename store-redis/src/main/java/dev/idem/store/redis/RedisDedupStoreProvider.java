@@ -31,6 +31,13 @@ import java.util.Objects;
  * change is one atomic Lua script, loaded once and called by SHA, and reads the server's clock
  * ({@code TIME}), so consumers on hosts whose clocks differ still agree on leases.
  *
+ * <p>The store is also a {@link dev.idem.spi.SequencedDedupStore}: a sequence guard's watermark is one more
+ * string per aggregate, {@code <key-prefix>seq:<namespace length>:<namespace>:<aggregate>} (never mistaken for a
+ * message key, whose prefix is followed by a digit), holding the highest number completed and kept for the
+ * guard's retention after its last change. It is raised in the script that completes the event's key, so the two
+ * change together; in Cluster mode only when both share a hash slot (always with a hash tag in the prefix), and
+ * otherwise by a second call right after the completion (see {@code RedisWatermarks}).
+ *
  * <h2>Fencing tokens</h2>
  * Random 63-bit numbers drawn by the client, not a counter in Redis: a counter restarts when Redis loses
  * its data (a restart without persistence, a failover losing the last writes) and would then hand out

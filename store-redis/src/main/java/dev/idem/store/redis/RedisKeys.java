@@ -15,9 +15,18 @@ import java.util.Arrays;
  * is written as generalized UTF-8 (the surrogate as its own three-byte sequence) instead of the
  * {@code ?} the JDK's encoder substitutes, so two such strings never collapse into one key.
  *
+ * <p>A sequence guard's watermark is its own key, {@code <prefix>seq:<namespace length>:<namespace>:<aggregate>}
+ * (e.g. {@code idem:seq:8:payments:account-7}): after the prefix a message key starts with a digit and a watermark
+ * with {@code seq:}, so no aggregate's watermark can ever be read as a message key or the other way round, and
+ * the namespace's length keeps namespace and aggregate apart as it does for message keys.
+ *
  * <p>Immutable and thread-safe.
  */
 final class RedisKeys {
+
+    /** What follows the prefix in a watermark's key, where a message key has its namespace's length. */
+    private static final byte[] WATERMARK = "seq:".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] MESSAGE = new byte[0];
 
     private final byte[] prefix;
 
@@ -26,11 +35,27 @@ final class RedisKeys {
     }
 
     byte[] encode(StoreKey key) {
+        return encode(MESSAGE, key);
+    }
+
+    /** The key of {@code aggregate}'s watermark. */
+    byte[] watermark(StoreKey aggregate) {
+        return encode(WATERMARK, aggregate);
+    }
+
+    /** Whether {@code key}, one under this prefix, is a watermark's rather than a message key's. */
+    boolean isWatermark(byte[] key) {
+        return key.length >= prefix.length + WATERMARK.length
+                && Arrays.equals(key, prefix.length, prefix.length + WATERMARK.length, WATERMARK, 0, WATERMARK.length);
+    }
+
+    private byte[] encode(byte[] kind, StoreKey key) {
         byte[] namespace = utf8(key.namespace());
         byte[] id = utf8(key.id());
         byte[] length = Integer.toString(namespace.length).getBytes(StandardCharsets.US_ASCII);
-        byte[] out = new byte[prefix.length + length.length + 1 + namespace.length + 1 + id.length];
+        byte[] out = new byte[prefix.length + kind.length + length.length + 1 + namespace.length + 1 + id.length];
         int at = put(out, 0, prefix);
+        at = put(out, at, kind);
         at = put(out, at, length);
         out[at++] = ':';
         at = put(out, at, namespace);

@@ -93,6 +93,27 @@ class RedisKeysTest {
                 .isEqualTo(RedisDedupStore.LONGEST.toMillis());
     }
 
+    @Test
+    void watermarkKeyIsPrefixSeqThenTheAggregateEncodedAsAMessageKeyIs() {
+        assertThat(text(keys.watermark(new StoreKey("payments", "account-7")))).isEqualTo("idem:seq:8:payments:account-7");
+        assertThat(text(keys.watermark(new StoreKey("", "")))).isEqualTo("idem:seq:0::");
+    }
+
+    @Test
+    void noWatermarkKeyEqualsAMessageKeyAndEachIsToldApart() {
+        List<StoreKey> near = List.of(new StoreKey("seq", "8:payments:account-7"), new StoreKey("", "seq:0::"),
+                new StoreKey("payments", "account-7"), new StoreKey("s", "eq:1:a:b"), new StoreKey("seq:8", "x"));
+        for (StoreKey a : near) {
+            byte[] watermark = keys.watermark(a);
+            assertThat(keys.isWatermark(watermark)).as("watermark of %s", a).isTrue();
+            for (StoreKey b : near) {
+                byte[] message = keys.encode(b);
+                assertThat(keys.isWatermark(message)).as("message key of %s", b).isFalse();
+                assertThat(message).as("message key of %s against the watermark of %s", b, a).isNotEqualTo(watermark);
+            }
+        }
+    }
+
     private static String text(byte[] bytes) {
         return new String(bytes, StandardCharsets.UTF_8);
     }
