@@ -9,6 +9,9 @@ import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.SequenceAdvance;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
@@ -47,6 +50,15 @@ import org.jdbi.v3.core.Jdbi;
  * itself where the database can (PostgreSQL {@code RETURNING}, H2 {@code FINAL TABLE}) and is read back in
  * the same transaction elsewhere (MariaDB, MySQL); it leaves the lease and the attempts alone.
  *
+ * <p>As an {@link OutboxStore}: messages appended in a handler's transaction go to the table beside the keys'
+ * ({@link OutboxTable}), and relays in every process take the oldest rows no other relay holds
+ * ({@link JdbcOutbox}).
+ *
+ * <p>As a {@link SequencedDedupStore}: each aggregate's watermark is a row of the table beside the keys'
+ * ({@link WatermarkTable}); a completion that advances it completes its key and raises it in one transaction, and a
+ * transactional run with an advance locks the aggregate's row inside the run's transaction after the key's and
+ * decides there (see {@link JdbcWatermarks}), so the runs of one aggregate serialize on it.
+ *
  * <p>As an {@link InspectableDedupStore}: {@code inspect} is one primary-key read and {@code delete} at
  * most two primary-key deletes (the live row, else a row kept only for its attempts), both on the
  * database's clock. {@code expiresAt} is the time left by that clock, to the microsecond, added to this
@@ -54,7 +66,8 @@ import org.jdbi.v3.core.Jdbi;
  * live rows: exact and never truncated, but it reads the whole table (or its {@code expires_at} index), so
  * it takes about a second per few million rows.
  */
-final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupStore {
+final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupStore, OutboxStore,
+        SequencedDedupStore {
 
     /** Claims of keys whose rows another writer changed between our write and our read. */
     private static final int MAX_PASSES = 5;
@@ -70,6 +83,8 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     private final Dialect dialect;
     private final Failures failures;
     private final Purger purger;
+    private final JdbcOutbox outbox;
+    private final JdbcWatermarks watermarks;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     JdbcDedupStore(HikariDataSource dataSource, Jdbi jdbi, Dialect dialect, Failures failures, Purger purger) {
@@ -78,6 +93,8 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         this.dialect = dialect;
         this.failures = failures;
         this.purger = purger;
+        this.outbox = new JdbcOutbox(jdbi, OutboxTable.of(dialect), failures, closed::get);
+        this.watermarks = new JdbcWatermarks(dialect);
     }
 
     // ------------------------------------------------------------------ claims
@@ -198,6 +215,21 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         return call("complete", handle -> dialect.completeOne(handle, namespace, id, token, retentionMicros));
     }
 
+    @Override
+    public boolean completeAndAdvance(StoreKey key, long token, Duration retention, SequenceAdvance advance) {
+        Objects.requireNonNull(retention, "retention");
+        JdbcWatermarks.requireStorable(Objects.requireNonNull(advance, "advance"));
+        List<ClaimRow> row = List.of(ClaimRow.completion(0, key, token, retention));
+        List<CompletionRequest> request = List.of(new CompletionRequest(key, token, retention, advance));
+        return call("complete and advance the watermark", handle -> completeChunk(handle, row, request))[0];
+    }
+
+    @Override
+    public long watermark(StoreKey aggregate) {
+        Objects.requireNonNull(aggregate, "aggregate");
+        return call("reading the watermark", handle -> watermarks.read(handle, aggregate));
+    }
+
     /**
      * Sends each distinct pair of key and token once, sorted by key, in statements of at most
      * {@value Dialect#MAX_ROWS_PER_STATEMENT} keys (see the dialects for how each answers per key); a pair
@@ -218,7 +250,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         List<ClaimRow> pending = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
             CompletionRequest request = requests.get(i);
-            Integer earlier = first.putIfAbsent(new Completion(request.key(), request.token()), i);
+            Integer earlier = first.putIfAbsent(new Completion(request.key(), request.token(), request.advance()), i);
             firstOf[i] = earlier == null ? i : earlier;
             if (earlier == null) {
                 pending.add(ClaimRow.completion(i, request.key(), request.token(), request.retention()));
@@ -231,7 +263,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             if (failure == null) {
                 try {
                     boolean[] done = call("completion of " + chunk.size() + (chunk.size() == 1 ? " key" : " keys"),
-                            handle -> completeChunk(handle, chunk));
+                            handle -> completeChunk(handle, chunk, requests));
                     for (int j = 0; j < chunk.size(); j++) {
                         results[chunk.get(j).index()] = done[j] ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER;
                     }
@@ -253,14 +285,19 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         return List.of(results);
     }
 
-    /** A key with the token completing it: requests for the same pair in one batch are sent once. */
-    private record Completion(StoreKey key, long token) {
+    /**
+     * A key with the token completing it (and the advance it raises): requests for the same pair in one batch are
+     * sent once.
+     */
+    private record Completion(StoreKey key, long token, SequenceAdvance advance) {
     }
 
-    private boolean[] completeChunk(Handle handle, List<ClaimRow> rows) {
+    /** Completes the chunk; one whose requests advance watermarks raises them in the same transaction. */
+    private boolean[] completeChunk(Handle handle, List<ClaimRow> rows, List<CompletionRequest> requests) {
+        boolean advancing = JdbcWatermarks.anyAdvance(rows, requests);
         for (int run = 1; ; run++) {
             try {
-                return dialect.completeAll(handle, rows);
+                return advancing ? watermarks.completeAndRaise(handle, rows, requests) : dialect.completeAll(handle, rows);
             } catch (RuntimeException e) {
                 // Each run is one statement or one transaction, rolled back whole when it lost a race.
                 if (run >= MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
@@ -354,18 +391,37 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
 
     @Override
     public Outcome runOnce(StoreKey key, String fingerprint, Duration retention, Work work) throws Exception {
+        return runOnce(key, fingerprint, retention, null, false, work);
+    }
+
+    /**
+     * The run without an advance; with one, the key's row is written and locked first (a duplicate answers as
+     * without), then {@link #guard} locks the aggregate's watermark and decides in the same transaction.
+     */
+    @Override
+    public Outcome runOnce(StoreKey key, String fingerprint, Duration retention, SequenceAdvance advance,
+            boolean waitForGaps, Work work) throws Exception {
         Objects.requireNonNull(retention, "retention");
         Objects.requireNonNull(work, "work");
         ClaimRow row = ClaimRow.completed(key, fingerprint, retention, Tokens.next());
+        if (advance != null) {
+            JdbcWatermarks.requireStorable(advance);
+        }
         for (int pass = 1; ; pass++) {
             Handle handle = open("transactional run");
             try {
                 StoredRow held = takeKey(handle, row, pass);
                 if (held != null && held.token() == row.token()) {
-                    runAndCommit(handle, work);
-                    return Outcome.COMMITTED;
-                }
-                if (held != null) {
+                    JdbcWatermarks.Verdict verdict = advance == null ? JdbcWatermarks.Verdict.RUN
+                            : guard(handle, advance, waitForGaps, pass);
+                    if (verdict == JdbcWatermarks.Verdict.RUN) {
+                        runAndCommit(handle, work);
+                        return Outcome.COMMITTED;
+                    }
+                    if (verdict != null) {
+                        return verdict.outcome;
+                    }
+                } else if (held != null) {
                     rollback(handle, null);
                     if (held.live() && held.state() == Dialect.COMPLETED) {
                         return held.duplicateOf(row.fingerprint()).fingerprintMatches() ? Outcome.DUPLICATE
@@ -410,6 +466,37 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         }
     }
 
+    /**
+     * The sequence guard of a run that holds its key: {@link JdbcWatermarks#guard} on the open transaction, which
+     * is then committed for a stale run (its key recorded as completed) and rolled back for a gap; a run to do
+     * goes on with its watermark raised. Answers {@code null} when the guard lost a race (a deadlock, or H2's
+     * concurrent insert of the watermark's row): rolled back, to be run again.
+     */
+    private JdbcWatermarks.Verdict guard(Handle handle, SequenceAdvance advance, boolean waitForGaps, int pass) {
+        JdbcWatermarks.Verdict verdict;
+        try {
+            verdict = watermarks.guard(handle, advance, waitForGaps);
+        } catch (RuntimeException e) {
+            rollback(handle, e);
+            if (pass < MAX_CONFLICT_RUNS && failures.isConflict(e)) {
+                backOff(pass);
+                return null;
+            }
+            throw failures.of("checking the sequence watermark in a transaction", e);
+        }
+        if (verdict == JdbcWatermarks.Verdict.GAP) {
+            rollback(handle, null);
+        } else if (verdict == JdbcWatermarks.Verdict.STALE) {
+            try {
+                handle.commit();
+            } catch (RuntimeException e) {
+                rollback(handle, e);
+                throw failures.of("committing the transaction of a stale run", e);
+            }
+        }
+        return verdict;
+    }
+
     private void runAndCommit(Handle handle, Work work) throws Exception {
         JdbcTransaction transaction = new JdbcTransaction(handle);
         try {
@@ -446,6 +533,23 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         } catch (RuntimeException ignored) {
             // The connection is broken or was already handed back; the failure that matters was reported.
         }
+    }
+
+    // ------------------------------------------------------------------ outbox (see JdbcOutbox)
+
+    @Override
+    public void append(StoreTransaction transaction, String namespace, List<Emitted> messages) {
+        outbox.append(transaction, namespace, messages);
+    }
+
+    @Override
+    public int relay(int limit, Publisher publisher) {
+        return outbox.relay(limit, publisher);
+    }
+
+    @Override
+    public Backlog backlog() {
+        return outbox.backlog();
     }
 
     // ------------------------------------------------------------------ life cycle

@@ -33,6 +33,18 @@ import org.jdbi.v3.core.Jdbi;
  * is written in the handler's own transaction, which the handler reaches from its context as a
  * {@code java.sql.Connection} or a Jdbi {@code Handle}. The pool runs transactions at READ COMMITTED.
  *
+ * <p>With transactional mode comes the outbox ({@link dev.idem.spi.OutboxStore}): the messages a handler emits
+ * are written to a second table, named after the first with {@code _outbox} added, in the handler's
+ * transaction, and relays in every process publish and delete them, each taking rows no other holds
+ * ({@code FOR UPDATE SKIP LOCKED}). {@code schema} covers it as it covers the keys table. Each running relay
+ * holds a pooled connection while it publishes.
+ *
+ * <p>The store is also a {@link dev.idem.spi.SequencedDedupStore}: the sequence guard's watermarks, one row per
+ * aggregate, live in a third table named after the first with {@code _seq} added, on the database's clock like the
+ * keys, purged with them once their retention passed. A completion raises its watermark in the key's transaction,
+ * and in transactional mode the watermark is checked and raised in the handler's own transaction. {@code schema}
+ * covers it as it covers the keys table, so {@code validate} needs it even where no pipeline guards sequences.
+ *
  * <p>The store is also an {@link dev.idem.spi.InspectableDedupStore}: its {@code stats} is one exact
  * {@code COUNT(*)} over the table's live rows, never truncated, whose cost grows with the table.
  *
@@ -172,6 +184,8 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
             Dialect dialect = forServer(jdbi, byUrl, url);
             Failures failures = new Failures(dialect, url);
             new Schema(jdbi, dialect, failures).prepare(config.get(SCHEMA));
+            new OutboxSchema(jdbi, OutboxTable.of(dialect), failures).prepare(config.get(SCHEMA));
+            new WatermarkSchema(jdbi, WatermarkTable.of(dialect), failures).prepare(config.get(SCHEMA));
             Purger purger = new Purger(jdbi, dialect, config.get(PURGE_BATCH_SIZE), failures);
             purger.start(config.get(PURGE_INTERVAL));
             return new JdbcDedupStore(dataSource, jdbi, dialect, failures, purger);

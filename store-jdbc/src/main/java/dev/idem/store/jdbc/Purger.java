@@ -8,7 +8,8 @@ import java.util.concurrent.TimeUnit;
 import org.jdbi.v3.core.Jdbi;
 
 /**
- * Deletes forgotten rows so that the table does not grow with every key ever seen. Each run deletes
+ * Deletes forgotten rows so that the table does not grow with every key ever seen (and, after the keys, the
+ * forgotten sequence watermarks, so that their table does not grow with every aggregate ever seen). Each run deletes
  * in batches of a bounded size, each its own short statement, until a batch comes back short; so a
  * backlog is worked off without one long transaction holding locks or bloating the log. Runs on one
  * daemon thread, at a fixed delay; a failed run is logged and the next one tries again.
@@ -55,15 +56,28 @@ final class Purger implements AutoCloseable {
      * @throws dev.idem.spi.StoreException when a batch fails
      */
     Run purgeExpired() {
+        return purge(dialect.purge(), "purging expired keys");
+    }
+
+    /**
+     * Deletes forgotten sequence watermarks ({@link WatermarkTable}), batch by batch, as {@link #purgeExpired} does
+     * keys.
+     *
+     * @throws dev.idem.spi.StoreException when a batch fails
+     */
+    Run purgeExpiredWatermarks() {
+        return purge(WatermarkTable.of(dialect).purge(), "purging forgotten sequence watermarks");
+    }
+
+    private Run purge(String sql, String operation) {
         long rows = 0;
         int batches = 0;
-        String sql = dialect.purge();
         while (!stopped) {
             int deleted;
             try {
                 deleted = jdbi.withHandle(handle -> handle.createUpdate(sql).bind(0, batchSize).execute());
             } catch (RuntimeException e) {
-                throw failures.of("purging expired keys", e);
+                throw failures.of(operation, e);
             }
             rows += deleted;
             batches++;
@@ -80,6 +94,11 @@ final class Purger implements AutoCloseable {
             if (run.rows() > 0) {
                 LOG.log(Level.DEBUG, () -> failures.where() + ": purged " + run.rows() + " expired keys in "
                         + run.batches() + " batches");
+            }
+            Run watermarks = purgeExpiredWatermarks();
+            if (watermarks.rows() > 0) {
+                LOG.log(Level.DEBUG, () -> failures.where() + ": purged " + watermarks.rows()
+                        + " forgotten sequence watermarks in " + watermarks.batches() + " batches");
             }
         } catch (RuntimeException e) {
             // The next run tries again; claims are unaffected, since an expired row counts as absent.

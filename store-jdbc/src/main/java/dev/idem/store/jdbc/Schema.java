@@ -176,11 +176,11 @@ final class Schema {
         return problems.isEmpty() ? new Fit(List.of(), absent) : new Fit(problems, List.of());
     }
 
-    private record TableRef(String catalog, String schema, String name) {
+    record TableRef(String catalog, String schema, String name) {
     }
 
     /** The table in the connection's current schema (or catalog), matched exactly by its stored name. */
-    private static TableRef find(DatabaseMetaData meta, Connection connection, String name) throws SQLException {
+    static TableRef find(DatabaseMetaData meta, Connection connection, String name) throws SQLException {
         String schema = connection.getSchema();
         String catalog = connection.getCatalog();
         try (ResultSet rs = meta.getTables(catalog, schema, name, null)) {
@@ -194,7 +194,7 @@ final class Schema {
     }
 
     /** How the database stores an unquoted identifier: folded to upper case (H2), lower case (PostgreSQL) or as written. */
-    private static String storedName(DatabaseMetaData meta, String identifier) throws SQLException {
+    static String storedName(DatabaseMetaData meta, String identifier) throws SQLException {
         if (meta.storesUpperCaseIdentifiers()) {
             return identifier.toUpperCase(Locale.ROOT);
         }

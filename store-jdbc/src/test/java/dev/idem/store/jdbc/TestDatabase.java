@@ -84,6 +84,10 @@ final class TestDatabase {
         Jdbi jdbi = jdbi();
         for (String name : tables) {
             jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name));
+            // The outbox beside each keys table a store made (OutboxTable).
+            jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + OutboxTable.SUFFIX));
+            // And the sequence watermarks (WatermarkTable).
+            jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + WatermarkTable.SUFFIX));
         }
     }
 
