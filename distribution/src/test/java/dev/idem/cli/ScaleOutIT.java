@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@value #RATE} per second, {@value #REPEAT_PERCENT} % of them repeats (half right after their original, half 2 to
  * 10 seconds later). Every {@link #KILL_EVERY}, one process at a time, in turn, is killed with {@code kill -9} and
  * restarted at once. Once the stream ended and everything settled, the history must show every published ID with
- * an effect (none lost): with the JDBC store on PostgreSQL in transactional mode exactly one effect each, with the
+ * an effect (none lost): with the JDBC store on PostgreSQL in transactional mode (grouped transactions of up to
+ * {@value #TRANSACTION_GROUP} messages, each under a savepoint) exactly one effect each, with the
  * Redis store in plain mode duplicates of at most {@code max-in-flight} per kill. Each case prints one summary line.
  */
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
@@ -37,6 +38,8 @@ class ScaleOutIT {
     private static final int MIN_KILLS = 5;
     private static final int CONCURRENCY = 8;
     private static final int MAX_IN_FLIGHT = 100;
+    /** Transactional mode runs with grouped transactions: exactly once must hold with savepoints too. */
+    private static final int TRANSACTION_GROUP = 10;
     private static final int WORK_MILLIS = 2;
     private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
     private static final Duration SETTLE_TIMEOUT = Duration.ofMinutes(2);
@@ -156,6 +159,7 @@ class ScaleOutIT {
                     source: %s
                     handler: %s
                     transactional: %s
+                    transactional.group: %d
                     concurrency: %d
                     max-in-flight: %d
                     lease: 5s
@@ -164,7 +168,7 @@ class ScaleOutIT {
                   summary-interval: 5s
                   shutdown-timeout: 10s
                   http: { port: %d }
-                """.formatted(topic, FaultHandler.class.getName(), history.transactional(), CONCURRENCY,
-                MAX_IN_FLIGHT, port);
+                """.formatted(topic, FaultHandler.class.getName(), history.transactional(),
+                history.transactional() ? TRANSACTION_GROUP : 1, CONCURRENCY, MAX_IN_FLIGHT, port);
     }
 }

@@ -440,6 +440,125 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     }
 
     /**
+     * One transaction for all the members, a savepoint for each: a member's key is written and locked, its
+     * watermark guarded, its work run, and a member whose work throws is rolled back to its savepoint alone.
+     * A member whose key row changed under it (a race with another consumer's claim) is run on its own after
+     * the group commits. Any failure of the database itself (a deadlock, a lost connection, a savepoint that
+     * is gone because the server aborted the transaction) rolls the whole group back: the runtime then runs
+     * every member again.
+     */
+    @Override
+    public List<GroupResult> runGroup(List<GroupMember> members) {
+        if (members.size() <= 1) {
+            return OutboxStore.super.runGroup(members);
+        }
+        GroupResult[] results = new GroupResult[members.size()];
+        Handle handle = open("grouped transactional run");
+        try {
+            try {
+                handle.begin();
+            } catch (RuntimeException e) {
+                throw failures.of("opening a grouped transaction", e);
+            }
+            for (int i = 0; i < members.size(); i++) {
+                results[i] = runMember(handle, members.get(i), "idem_m" + i);
+            }
+            try {
+                handle.commit();
+            } catch (RuntimeException e) {
+                rollback(handle, e);
+                throw failures.of("committing a grouped transaction of " + members.size(), e);
+            }
+        } finally {
+            closeQuietly(handle);
+        }
+        List<GroupResult> out = new ArrayList<>(members.size());
+        for (int i = 0; i < members.size(); i++) {
+            GroupMember m = members.get(i);
+            if (results[i] == null) {
+                try {
+                    results[i] = new GroupResult.Done(runOnce(m.key(), m.fingerprint(), m.retention(), m.advance(),
+                            m.waitForGaps(), m.work()));
+                } catch (Exception e) {
+                    results[i] = new GroupResult.Failed(e);
+                }
+            }
+            out.add(results[i]);
+        }
+        return out;
+    }
+
+    /**
+     * One member under its savepoint, in the group's open transaction; {@code null} when its key's row changed
+     * under it, to run on its own. Throws a {@link StoreException} after rolling the whole transaction back when
+     * the database failed.
+     */
+    private GroupResult runMember(Handle handle, GroupMember m, String savepoint) {
+        ClaimRow row = ClaimRow.completed(m.key(), m.fingerprint(), m.retention(), Tokens.next());
+        if (m.advance() != null) {
+            JdbcWatermarks.requireStorable(m.advance());
+        }
+        StoredRow held;
+        JdbcWatermarks.Verdict verdict = JdbcWatermarks.Verdict.RUN;
+        try {
+            handle.savepoint(savepoint);
+            dialect.upsertInTransaction(handle, row);
+            held = handle.createQuery(dialect.lockRow())
+                    .bind(0, row.namespace()).bind(1, row.id())
+                    .map((rs, ctx) -> StoredRow.read(rs, 1))
+                    .findOne().orElse(null);
+            if (held != null && held.token() == row.token() && m.advance() != null) {
+                verdict = watermarks.guard(handle, m.advance(), m.waitForGaps());
+            }
+        } catch (RuntimeException e) {
+            rollback(handle, e);
+            throw failures.of("recording a key in a grouped transaction", e);
+        }
+        if (held == null || held.token() != row.token()) {
+            undo(handle, savepoint, null);
+            if (held != null && held.live() && held.state() == Dialect.COMPLETED) {
+                return new GroupResult.Done(held.duplicateOf(row.fingerprint()).fingerprintMatches()
+                        ? Outcome.DUPLICATE : Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
+            }
+            return null;
+        }
+        if (verdict == JdbcWatermarks.Verdict.STALE) {
+            return new GroupResult.Done(Outcome.STALE);
+        }
+        if (verdict == JdbcWatermarks.Verdict.GAP) {
+            undo(handle, savepoint, null);
+            return new GroupResult.Done(Outcome.SEQUENCE_GAP);
+        }
+        JdbcTransaction transaction = new JdbcTransaction(handle);
+        try {
+            m.work().run(transaction);
+        } catch (Exception e) {
+            transaction.end();
+            undo(handle, savepoint, e);
+            return new GroupResult.Failed(e);
+        } catch (Error e) {
+            transaction.end();
+            rollback(handle, e);
+            throw e;
+        }
+        transaction.end();
+        return new GroupResult.Done(Outcome.COMMITTED);
+    }
+
+    /** Rolls back to a member's savepoint; when that fails, the whole transaction, and throws. */
+    private void undo(Handle handle, String savepoint, Throwable cause) {
+        try {
+            handle.rollbackToSavepoint(savepoint);
+        } catch (RuntimeException e) {
+            if (cause != null) {
+                e.addSuppressed(cause);
+            }
+            rollback(handle, e);
+            throw failures.of("rolling back to a member's savepoint in a grouped transaction", e);
+        }
+    }
+
+    /**
      * Opens the transaction and writes the key as completed, waiting for a concurrent holder of the
      * key. Returns the key's row, locked; {@code null} when the write lost a race and may simply run
      * again (the transaction is then rolled back).

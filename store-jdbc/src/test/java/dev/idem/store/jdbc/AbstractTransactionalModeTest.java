@@ -9,6 +9,7 @@ import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
+import dev.idem.spi.TransactionalDedupStore;
 import dev.idem.spi.TransactionalDedupStore.Outcome;
 import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
 import dev.idem.spi.TransactionalDedupStore.Work;
@@ -77,6 +78,96 @@ abstract class AbstractTransactionalModeTest {
 
         assertThat(businessRows()).containsExactly("order-1");
         assertThat(claim(key)).isEqualTo(new Duplicate(true));
+    }
+
+    @Test
+    void aGroupCommitsItsMembersTogetherAndRollsBackAFailingOneAlone() throws Exception {
+        store.runOnce(key("done-before"), null, RETENTION, insertRow("done-before"));
+        List<TransactionalDedupStore.GroupMember> members = List.of(
+                member("g-1", insertRow("g-1")),
+                member("g-2", tx -> {
+                    insertRow("g-2").run(tx);
+                    throw new IllegalStateException("fails after its write (test)");
+                }),
+                member("done-before", insertRow("done-before-again")),
+                member("g-3", insertRow("g-3")));
+
+        List<TransactionalDedupStore.GroupResult> results = store.runGroup(members);
+
+        assertThat(results).hasSize(4);
+        assertThat(results.get(0)).isEqualTo(new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED));
+        assertThat(results.get(1)).isInstanceOfSatisfying(TransactionalDedupStore.GroupResult.Failed.class,
+                f -> assertThat(f.cause()).hasMessageContaining("fails after its write"));
+        assertThat(results.get(2)).isEqualTo(new TransactionalDedupStore.GroupResult.Done(Outcome.DUPLICATE));
+        assertThat(results.get(3)).isEqualTo(new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED));
+        assertThat(businessRows()).containsExactlyInAnyOrder("done-before", "g-1", "g-3");
+        assertThat(claim(key("g-1"))).isEqualTo(new Duplicate(true));
+        assertThat(claim(key("g-3"))).isEqualTo(new Duplicate(true));
+        assertThat(claim(key("g-2"))).as("the failed member's key was rolled back").isInstanceOf(Acquired.class);
+    }
+
+    @Test
+    void aMemberWhoseStatementTheDatabaseRefusesIsRolledBackAloneAndTheGroupGoesOn() {
+        List<TransactionalDedupStore.GroupMember> members = List.of(
+                member("h-1", insertRow("h-1")),
+                member("h-2", tx -> {
+                    // PostgreSQL aborts the whole transaction on a refused statement; the savepoint brings it back.
+                    tx.unwrap(Handle.class).execute("INSERT INTO " + business + " (no_such_column) VALUES (1)");
+                }),
+                member("h-3", insertRow("h-3")));
+
+        List<TransactionalDedupStore.GroupResult> results = store.runGroup(members);
+
+        assertThat(results.get(0)).isEqualTo(new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED));
+        assertThat(results.get(1)).isInstanceOf(TransactionalDedupStore.GroupResult.Failed.class);
+        assertThat(results.get(2)).isEqualTo(new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED));
+        assertThat(businessRows()).containsExactlyInAnyOrder("h-1", "h-3");
+    }
+
+    @Test
+    void racingGroupsOverTheSameKeysLeaveExactlyOneRowPerKey() throws Exception {
+        int keys = 2_000;
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                done.add(pool.submit(() -> {
+                    for (int from = 0; from < keys; from += 25) {
+                        List<TransactionalDedupStore.GroupMember> group = new ArrayList<>();
+                        for (int i = from; i < from + 25; i++) {
+                            group.add(member("race-" + i, insertRow("race-" + i)));
+                        }
+                        for (List<TransactionalDedupStore.GroupMember> left = group; !left.isEmpty(); ) {
+                            List<TransactionalDedupStore.GroupResult> results;
+                            try {
+                                results = store.runGroup(left);
+                            } catch (StoreException e) {
+                                continue; // A deadlock between the two groups: all of it again.
+                            }
+                            List<TransactionalDedupStore.GroupMember> again = new ArrayList<>();
+                            for (int j = 0; j < left.size(); j++) {
+                                if (results.get(j) instanceof TransactionalDedupStore.GroupResult.Failed) {
+                                    again.add(left.get(j));
+                                }
+                            }
+                            left = again;
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(5, TimeUnit.MINUTES);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        List<String> rows = businessRows();
+        assertThat(rows).hasSize(keys).doesNotHaveDuplicates();
+    }
+
+    private TransactionalDedupStore.GroupMember member(String id, Work work) {
+        return new TransactionalDedupStore.GroupMember(key(id), null, RETENTION, null, false, work);
     }
 
     @Test

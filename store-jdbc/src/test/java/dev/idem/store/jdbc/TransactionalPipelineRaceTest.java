@@ -18,13 +18,14 @@ import java.util.concurrent.ThreadLocalRandom;
 import org.jdbi.v3.core.Handle;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * DESIGN.md's transactional mode end to end: two runtimes with the same pipeline (two processes of
  * one service) get every one of 10,000 keys at about the same time, and their handler writes one
  * business row per message in the store's transaction, failing at random 10 % of the time after the
- * write. Exactly one business row per key must remain: the failed runs rolled back, and the losing
+ * write. With {@code transactional.group} above 1 the runs share transactions, each under a savepoint.
+ * Exactly one business row per key must remain: the failed runs rolled back, and the losing
  * copy of each race was deferred while the key was claimed (or waited on its row while the winner's
  * transaction ran) and was then found a duplicate.
  */
@@ -35,9 +36,9 @@ class TransactionalPipelineRaceTest {
     @TempDir
     Path h2Directory;
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"postgresql", "mariadb", "h2"})
-    void twoPipelinesRacingOverTheSameKeysLeaveExactlyOneBusinessRowPerKey(String database) {
+    @ParameterizedTest(name = "{0}, transactional.group {1}")
+    @CsvSource({"postgresql, 1", "mariadb, 1", "h2, 1", "postgresql, 25", "mariadb, 25", "h2, 25"})
+    void twoPipelinesRacingOverTheSameKeysLeaveExactlyOneBusinessRowPerKey(String database, int group) {
         TestDatabase db = switch (database) {
             case "postgresql" -> TestDatabase.postgres();
             case "mariadb" -> TestDatabase.mariadb();
@@ -53,8 +54,8 @@ class TransactionalPipelineRaceTest {
             }
         }
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        IdemRuntime a = start(db, "in-a", broker, business, meters);
-        IdemRuntime b = start(db, "in-b", broker, business, meters);
+        IdemRuntime a = start(db, "in-a", broker, business, meters, group);
+        IdemRuntime b = start(db, "in-b", broker, business, meters, group);
         try {
             await().atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(200)).until(() ->
                     broker.depth("in-a") + broker.depth("in-b") + broker.unsettled("in-a") + broker.unsettled("in-b") == 0);
@@ -79,7 +80,7 @@ class TransactionalPipelineRaceTest {
     }
 
     private static IdemRuntime start(TestDatabase db, String source, InMemoryBroker broker, String business,
-            SimpleMeterRegistry meters) {
+            SimpleMeterRegistry meters, int group) {
         String yaml = """
                 broker: { type: memory }
                 store:
@@ -93,13 +94,14 @@ class TransactionalPipelineRaceTest {
                   payments:
                     source: %s
                     transactional: true
+                    transactional.group: %d
                     ordering: none
                     concurrency: 4
                     retry:
                       max-attempts: 30
                       initial-backoff: 1ms
                       max-backoff: 5ms
-                """.formatted(db.url, db.username == null ? "" : "username: " + db.username, db.table, source);
+                """.formatted(db.url, db.username == null ? "" : "username: " + db.username, db.table, source, group);
         return Idem.builder().configYaml(yaml).env(Map.of())
                 .broker("memory", broker.connect())
                 .meterRegistry(meters)
