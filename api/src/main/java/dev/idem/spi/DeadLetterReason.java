@@ -15,8 +15,11 @@ import java.util.Objects;
  * @param detail a human-readable explanation (the handler's exception message, the rule broken)
  * @param attempts how many times the handler ran for the message
  * @param pipeline the pipeline that dead-lettered it
+ * @param traceContext the W3C trace context of the run that dead-lettered it ({@code traceparent}, {@code tracestate}),
+ *        so the dead letter continues the message's trace; empty when tracing is off
  */
-public record DeadLetterReason(String cause, String detail, int attempts, String pipeline) {
+public record DeadLetterReason(String cause, String detail, int attempts, String pipeline,
+        Map<String, String> traceContext) {
 
     public static final String HEADER_CAUSE = "idem-dead-letter-cause";
     public static final String HEADER_DETAIL = "idem-dead-letter-detail";
@@ -35,11 +38,23 @@ public record DeadLetterReason(String cause, String detail, int attempts, String
         Objects.requireNonNull(cause, "cause");
         detail = detail == null ? "" : detail;
         Objects.requireNonNull(pipeline, "pipeline");
+        traceContext = traceContext == null ? Map.of() : Map.copyOf(traceContext);
     }
 
-    /** The reason as the four {@code HEADER_*} headers. */
+    /** A reason without trace context. */
+    public DeadLetterReason(String cause, String detail, int attempts, String pipeline) {
+        this(cause, detail, attempts, pipeline, Map.of());
+    }
+
+    /** The reason as the four {@code HEADER_*} headers, plus the trace context's headers. */
     public Map<String, String> toHeaders() {
-        return Map.of(HEADER_CAUSE, cause, HEADER_DETAIL, detail, HEADER_ATTEMPTS, Integer.toString(attempts),
-                HEADER_PIPELINE, pipeline);
+        Map<String, String> reason = Map.of(HEADER_CAUSE, cause, HEADER_DETAIL, detail, HEADER_ATTEMPTS,
+                Integer.toString(attempts), HEADER_PIPELINE, pipeline);
+        if (traceContext.isEmpty()) {
+            return reason;
+        }
+        Map<String, String> all = new java.util.HashMap<>(traceContext);
+        all.putAll(reason);
+        return Map.copyOf(all);
     }
 }

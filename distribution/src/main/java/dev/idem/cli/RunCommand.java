@@ -1,8 +1,10 @@
 package dev.idem.cli;
 
+import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
 import dev.idem.runtime.config.RuntimeSettings;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
@@ -31,11 +33,17 @@ final class RunCommand implements Callable<Integer> {
         Setup setup = common.open();
         PrometheusMeterRegistry registry = Metrics.prometheus();
         AtomicReference<OpsServer> bound = new AtomicReference<>();
+        OpenTelemetrySdk tracing = Tracing.fromEnvironment(System.getenv());
         IdemRuntime runtime;
         try {
+            Idem.Builder builder = setup.builder().meterRegistry(registry);
+            if (tracing != null) {
+                builder.openTelemetry(tracing);
+                log.info("Tracing on: spans exported as the OTEL_* environment says");
+            }
             // The port is taken before the store and the broker are contacted: one in use stops the start
             // before any pipeline consumes, instead of after.
-            runtime = setup.builder().meterRegistry(registry).beforeConnect(config -> {
+            runtime = builder.beforeConnect(config -> {
                 RuntimeSettings.Http http = config.runtime().http();
                 if (http.enabled()) {
                     bound.set(OpsServer.bind(http.host(), http.port()));
@@ -44,6 +52,9 @@ final class RunCommand implements Callable<Integer> {
         } catch (RuntimeException e) {
             if (bound.get() != null) {
                 bound.get().close();
+            }
+            if (tracing != null) {
+                tracing.close();
             }
             throw e;
         }
@@ -55,6 +66,9 @@ final class RunCommand implements Callable<Integer> {
             boolean drained = runtime.stop(settings.shutdownTimeout());
             if (ops != null) {
                 ops.close();
+            }
+            if (tracing != null) {
+                tracing.close(); // Flushes the spans still batched.
             }
             log.info(drained ? "Stopped; every in-flight message finished"
                     : "Stopped; unfinished messages were released and handed back to the broker");

@@ -53,6 +53,7 @@ public final class Idem {
         List<ClassLoader> handlerLoaders = List.of(Thread.currentThread().getContextClassLoader() != null
                 ? Thread.currentThread().getContextClassLoader() : Idem.class.getClassLoader());
         MeterRegistry meterRegistry;
+        io.opentelemetry.api.OpenTelemetry openTelemetry;
         LongSupplier storeTicker = System::nanoTime;
         LongSupplier ticker = System::nanoTime;
         OutcomeListener outcomeListener;
@@ -125,6 +126,15 @@ public final class Idem {
         }
 
         /** Where metrics go; a private {@code SimpleMeterRegistry} by default. */
+        /**
+         * Traces every message a pipeline takes in on {@code openTelemetry}: one span per delivery, a child of the
+         * W3C {@code traceparent} it carries. Without this call tracing is off and costs nothing.
+         */
+        public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+            this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
+            return this;
+        }
+
         public Builder meterRegistry(MeterRegistry registry) {
             this.meterRegistry = Objects.requireNonNull(registry, "registry");
             return this;

@@ -163,6 +163,7 @@ public final class IdemRuntime implements AutoCloseable {
                         p.sequence() == null ? List.of() : extractors(registry, p.sequence().number()));
                 Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chains, meters,
                         b.outcomeListener, b.ticker);
+                pipeline.traceWith(b.openTelemetry, config.broker().type());
                 BrokerAdapter adapter = broker;
                 PluginContext.call(adapter, () -> {
                     pipeline.start(adapter, scheduler);

@@ -21,12 +21,15 @@ final class Emissions {
     private final String namespace;
     private final String key;
     private final String idHeader;
+    /** The run's trace context headers, carried by what it emits unless the handler set its own. */
+    private final Map<String, String> traceContext;
     private final List<Emitted> emitted = new ArrayList<>(2);
 
-    Emissions(String namespace, String key, String idHeader) {
+    Emissions(String namespace, String key, String idHeader, Map<String, String> traceContext) {
         this.namespace = namespace;
         this.key = key;
         this.idHeader = idHeader;
+        this.traceContext = traceContext;
     }
 
     /** The ID of the emit with this ordinal (0 for a run's first). */
@@ -42,7 +45,10 @@ final class Emissions {
                     + (destination == null ? "null" : "'" + destination + "'"));
         }
         String id = idOf(namespace, key, emitted.size());
-        Map<String, String> withId = new HashMap<>(headers == null ? Map.of() : headers);
+        Map<String, String> withId = new HashMap<>(traceContext);
+        if (headers != null) {
+            withId.putAll(headers);
+        }
         withId.put(idHeader, id);
         emitted.add(new Emitted(destination, new OutboundMessage(id, messageKey, withId, payload)));
         return id;

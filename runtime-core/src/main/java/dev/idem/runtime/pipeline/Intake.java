@@ -67,6 +67,7 @@ final class Intake {
         for (int i = 0; i < works.length; i++) {
             works[i] = new Work(batch.get(i));
             works[i].counted = true;
+            s.tracing.received(works[i]);
         }
         if (!s.running()) {
             // Stopped while this batch waited for room: hand it back untouched.
@@ -135,6 +136,7 @@ final class Intake {
         List<Work> runnable = new ArrayList<>(n);
         for (Work w : works) {
             if (w.dispatch) {
+                s.tracing.event(w, w.claimed ? "claimed" : "dispatched");
                 w.orderKey = w.aggregate != null ? w.aggregate.id() : orderKeys.of(w);
                 runnable.add(w);
             }

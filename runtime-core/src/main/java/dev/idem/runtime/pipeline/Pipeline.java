@@ -132,6 +132,11 @@ public final class Pipeline implements DeliveryListener {
         this.handlerLoader = handler.getClass().getClassLoader();
     }
 
+    /** Traces each delivery on {@code openTelemetry} (nothing when {@code null}); call before {@link #start}. */
+    public void traceWith(io.opentelemetry.api.OpenTelemetry openTelemetry, String brokerType) {
+        state.tracing = MessageTracing.of(openTelemetry, brokerType, name());
+    }
+
     /** Lets transactional runs that wrote to the outbox wake its relay once they committed. */
     public void onOutboxWrite(Runnable wake) {
         state.outboxWritten = wake;

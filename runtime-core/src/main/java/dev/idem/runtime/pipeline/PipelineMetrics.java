@@ -48,6 +48,7 @@ final class PipelineMetrics {
 
         void count(Work w) {
             counter.increment();
+            w.outcome = name;
             if (OUTCOMES.isDebugEnabled()) {
                 OUTCOMES.debug("Pipeline '{}': {} {}", pipeline, name, w.describe());
             }

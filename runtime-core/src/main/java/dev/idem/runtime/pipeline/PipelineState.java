@@ -42,6 +42,8 @@ final class PipelineState {
     final OutboxStore outbox;
     /** Where plain mode publishes what handlers emit; set when the pipeline starts. */
     volatile BrokerAdapter adapter;
+    /** Spans of the deliveries; {@link MessageTracing#OFF} unless the runtime was given OpenTelemetry. Set before start. */
+    MessageTracing tracing = MessageTracing.OFF;
     /** Called after a transaction that wrote to the outbox committed: wakes the outbox relay. */
     volatile Runnable outboxWritten = () -> { };
 

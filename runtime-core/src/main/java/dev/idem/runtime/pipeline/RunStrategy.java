@@ -54,8 +54,9 @@ abstract class RunStrategy {
             cannotEmit = "pipeline '" + s.name + "' is transactional, and its dedup store keeps no outbox to write"
                     + " emitted messages in the handler's transaction; use the JDBC store";
         } else {
-            emissions = new Emissions(s.namespace, w.key, s.config.emitIdHeader());
+            emissions = new Emissions(s.namespace, w.key, s.config.emitIdHeader(), s.tracing.context(w));
         }
+        s.tracing.run(w, attemptOf(w));
         MDC.put(Pipeline.MDC_KEY, w.key);
         try {
             s.handler.handle(new DeliveredMessage(w.message, w.key, attemptOf(w)),

@@ -43,7 +43,7 @@ final class Settlement {
             log.warn("Pipeline '{}': the broker refused the ack of {} ({}); it will come back as a duplicate",
                     s.name, w.describe(), e.getMessage());
         } finally {
-            settled(w);
+            settled(w, w.outcome != null ? w.outcome : "acked");
         }
         if (w.followers != null) {
             for (Work follower : w.followers) {
@@ -68,7 +68,7 @@ final class Settlement {
             log.warn("Pipeline '{}': could not hand {} back to the broker ({}); it redelivers it on its own",
                     s.name, w.describe(), e.getMessage());
         } finally {
-            settled(w);
+            settled(w, "handed-back");
         }
         handBackFollowers(w);
     }
@@ -87,13 +87,13 @@ final class Settlement {
             return;
         }
         try {
-            w.delivery.deadLetter(new DeadLetterReason(cause, detail, attempts, s.name));
+            w.delivery.deadLetter(new DeadLetterReason(cause, detail, attempts, s.name, s.tracing.context(w)));
             metrics.deadLettered.count(w);
         } catch (RuntimeException e) {
             log.error("Pipeline '{}': could not dead-letter {} ({}); it stays unacked and will be redelivered",
                     s.name, w.describe(), e.getMessage());
         } finally {
-            settled(w);
+            settled(w, "dead-lettered");
         }
         handBackFollowers(w);
     }
@@ -125,7 +125,8 @@ final class Settlement {
         }
     }
 
-    private void settled(Work w) {
+    private void settled(Work w, String outcome) {
+        s.tracing.settled(w, outcome);
         if (w.counted) {
             s.limit.release(1);
         }

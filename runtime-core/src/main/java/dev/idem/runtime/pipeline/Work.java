@@ -80,6 +80,10 @@ final class Work {
     List<dev.idem.spi.OutboxStore.Emitted> emitted;
     /** The handler's last run rejected the message ({@code RejectedException}): settled as {@code rejected}. */
     boolean rejected;
+    /** The delivery's span while tracing is on; ended when it is settled. */
+    io.opentelemetry.api.trace.Span span;
+    /** The last outcome counted for it (processed, duplicate, stale...): the span's outcome once acked. */
+    String outcome;
     /** Whether it counts against the pipeline's in-flight limit until settled. */
     boolean counted;
 
