@@ -12,6 +12,19 @@ public interface Subscription extends AutoCloseable {
     void stop();
 
     /**
+     * What the broker still holds for this subscription, for the {@code idem.backlog} gauge: per partition the
+     * end offset minus the committed offset (Kafka), per queue the messages ready for delivery (RabbitMQ,
+     * ActiveMQ). Keyed by partition or queue name; empty when the adapter cannot tell.
+     *
+     * <p>Called by a metrics thread every few seconds, concurrently with consumption. It must return quickly:
+     * figures the consumer learned on its own thread, or a cached answer of a broker query at most a few
+     * seconds old. Never throws; an unknown figure is left out.
+     */
+    default java.util.Map<String, Long> backlog() {
+        return java.util.Map.of();
+    }
+
+    /**
      * Stops consuming and frees the subscription's resources. Deliveries not settled by then are
      * left to the broker to redeliver; none is acknowledged by closing. Idempotent.
      */

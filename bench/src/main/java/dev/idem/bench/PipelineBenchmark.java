@@ -88,6 +88,13 @@ public class PipelineBenchmark {
     @Param({"256", "1"})
     int commitBatchSize;
 
+    /**
+     * {@code off}: no OpenTelemetry given, as {@code idem run} without {@code OTEL_*}. {@code on}: an SDK that
+     * samples every delivery into a span and exports nowhere, the cost of the spans themselves.
+     */
+    @Param({"off"})
+    String tracing;
+
     private IdemRuntime runtime;
     private final CapturingAdapter adapter = new CapturingAdapter();
     private final SplittableRandom random = new SplittableRandom(7);
@@ -116,6 +123,10 @@ public class PipelineBenchmark {
         if (store.equals("baseline")) {
             yaml = yaml.replace("type: caffeine", "type: baseline").replaceAll("  caffeine: .*\n", "");
             builder.store("baseline", new BaselineStore());
+        }
+        if (tracing.equals("on")) {
+            builder.openTelemetry(io.opentelemetry.sdk.OpenTelemetrySdk.builder()
+                    .setTracerProvider(io.opentelemetry.sdk.trace.SdkTracerProvider.builder().build()).build());
         }
         runtime = builder
                 .configYaml(yaml)

@@ -10,10 +10,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class Batch {
 
     final Work[] works;
+    /** When it was dispatched, on the pipeline's ticker: the in-flight age gauge reads it. */
+    final long dispatchedAt;
     private final AtomicInteger open;
 
-    Batch(List<Work> works) {
+    Batch(List<Work> works, long dispatchedAt) {
         this.works = works.toArray(new Work[0]);
+        this.dispatchedAt = dispatchedAt;
         this.open = new AtomicInteger(this.works.length);
         for (Work w : this.works) {
             w.batch = this;

@@ -142,7 +142,7 @@ final class Intake {
             }
         }
         if (!runnable.isEmpty()) {
-            s.tracked.add(new Batch(runnable));
+            s.tracked.add(new Batch(runnable, s.now()));
             scheduler.submit(runnable);
         }
     }

@@ -61,6 +61,9 @@ public final class Pipeline implements DeliveryListener {
     private DelayedTasks timers;
     private volatile Subscription subscription;
     private ScheduledFuture<?> keeper;
+    /** Reads the subscription's backlog into {@code idem.backlog} every {@link #BACKLOG_EVERY}. */
+    private ScheduledFuture<?> backlogWatch;
+    private static final java.time.Duration BACKLOG_EVERY = java.time.Duration.ofSeconds(5);
     /** What the last summary line counted; touched only by the thread calling {@link #logSummary()}. */
     private final long[] summarized = new long[4];
     private long summarizedAt = System.nanoTime();
@@ -218,6 +221,15 @@ public final class Pipeline implements DeliveryListener {
             timers.close();
             throw e;
         }
+        state.metrics.watch(state);
+        Subscription watched = subscription;
+        backlogWatch = keeperExecutor.scheduleWithFixedDelay(() -> {
+            try {
+                state.metrics.backlog(watched.backlog());
+            } catch (RuntimeException e) {
+                log.debug("Pipeline '{}': the adapter could not tell its backlog ({})", name(), e.toString());
+            }
+        }, 0, BACKLOG_EVERY.toNanos(), TimeUnit.NANOSECONDS);
         log.info("Pipeline '{}' consuming '{}' (ordering {}, concurrency {}, lease {}, retention {})", name(),
                 config.source(), config.ordering().name().toLowerCase(), config.concurrency(),
                 ConfigKey.formatDuration(config.lease()), ConfigKey.formatDuration(config.retention()));
@@ -277,6 +289,9 @@ public final class Pipeline implements DeliveryListener {
         timers.close();
         if (keeper != null) {
             keeper.cancel(false);
+        }
+        if (backlogWatch != null) {
+            backlogWatch.cancel(false);
         }
         if (sub != null) {
             sub.close();

@@ -19,6 +19,9 @@ final class PipelineMetrics {
     static final String HANDLER_DURATION = "idem.handler.duration";
     static final String STORE_DURATION = "idem.store.duration";
     static final String EMITTED = "idem.emitted";
+    static final String BACKLOG = "idem.backlog";
+    static final String IN_FLIGHT = "idem.inflight";
+    static final String OLDEST_IN_FLIGHT = "idem.inflight.oldest.age";
     /** One debug line per outcome, for following single messages. */
     private static final Logger OUTCOMES = LoggerFactory.getLogger("idem.outcome");
 
@@ -93,7 +96,50 @@ final class PipelineMetrics {
     final Timer release;
     final Timer renew;
 
+    private final MeterRegistry registry;
+    private final String pipeline;
+    private io.micrometer.core.instrument.MultiGauge backlog;
+
+    /**
+     * Registers the gauges of a running pipeline: {@code idem.inflight} (deliveries held unsettled),
+     * {@code idem.inflight.oldest.age} (seconds since the oldest of them was dispatched to the workers; 0 when
+     * none) and {@code idem.backlog{partition}} (what the broker still holds, see {@link #backlog}).
+     */
+    void watch(PipelineState s) {
+        io.micrometer.core.instrument.Gauge.builder(IN_FLIGHT, s, st -> st.limit.inFlight())
+                .description("Deliveries held unsettled").tag("pipeline", pipeline).register(registry);
+        io.micrometer.core.instrument.Gauge.builder(OLDEST_IN_FLIGHT, s, PipelineMetrics::oldestInFlightSeconds)
+                .description("Seconds since the oldest unsettled delivery was dispatched").baseUnit("seconds")
+                .tag("pipeline", pipeline).register(registry);
+        backlog = io.micrometer.core.instrument.MultiGauge.builder(BACKLOG)
+                .description("Messages the broker holds for the pipeline, not yet acknowledged: end minus committed"
+                        + " offset per Kafka partition, ready messages per queue")
+                .tag("pipeline", pipeline).register(registry);
+    }
+
+    private static double oldestInFlightSeconds(PipelineState s) {
+        long oldest = Long.MAX_VALUE;
+        for (Batch b : s.tracked) {
+            oldest = Math.min(oldest, b.dispatchedAt);
+        }
+        return oldest == Long.MAX_VALUE ? 0 : Math.max(0, s.now() - oldest) / 1e9;
+    }
+
+    /** Publishes the subscription's latest backlog figures, one row per partition or queue. */
+    void backlog(java.util.Map<String, Long> figures) {
+        io.micrometer.core.instrument.MultiGauge gauge = backlog;
+        if (gauge == null) {
+            return;
+        }
+        java.util.List<io.micrometer.core.instrument.MultiGauge.Row<?>> rows = new java.util.ArrayList<>();
+        figures.forEach((partition, n) -> rows.add(io.micrometer.core.instrument.MultiGauge.Row.of(
+                io.micrometer.core.instrument.Tags.of("partition", partition), n)));
+        gauge.register(rows, true);
+    }
+
     PipelineMetrics(MeterRegistry registry, String pipeline, OutcomeListener listener) {
+        this.registry = registry;
+        this.pipeline = pipeline;
         processed = new Outcome(registry, pipeline, "processed", listener);
         duplicate = new Outcome(registry, pipeline, "duplicate", listener);
         failed = new Outcome(registry, pipeline, "failed", listener);

@@ -1,10 +1,12 @@
 package dev.idem.runtime.plugin;
 
+import dev.idem.spi.Backlog;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
+import java.util.Optional;
 
 /**
  * A broker adapter whose calls, and those on its subscriptions, run in its plugin's context. The listener is
@@ -57,6 +59,36 @@ final class BoundBrokerAdapter implements BrokerAdapter, PluginContext.Bound {
     }
 
     @Override
+    public String defaultDeadLetterDestination(String source) {
+        ClassLoader previous = PluginContext.enter(loader);
+        try {
+            return adapter.defaultDeadLetterDestination(source);
+        } finally {
+            PluginContext.leave(previous);
+        }
+    }
+
+    @Override
+    public Subscription subscribeDeadLetters(SubscriptionRequest request, DeliveryListener listener) {
+        ClassLoader previous = PluginContext.enter(loader);
+        try {
+            return new BoundSubscription(adapter.subscribeDeadLetters(request, listener), loader);
+        } finally {
+            PluginContext.leave(previous);
+        }
+    }
+
+    @Override
+    public Optional<Backlog> backlog(SubscriptionRequest request) {
+        ClassLoader previous = PluginContext.enter(loader);
+        try {
+            return adapter.backlog(request);
+        } finally {
+            PluginContext.leave(previous);
+        }
+    }
+
+    @Override
     public void close() {
         ClassLoader previous = PluginContext.enter(loader);
         try {
@@ -101,6 +133,16 @@ final class BoundBrokerAdapter implements BrokerAdapter, PluginContext.Bound {
             ClassLoader previous = PluginContext.enter(loader);
             try {
                 subscription.close();
+            } finally {
+                PluginContext.leave(previous);
+            }
+        }
+
+        @Override
+        public java.util.Map<String, Long> backlog() {
+            ClassLoader previous = PluginContext.enter(loader);
+            try {
+                return subscription.backlog();
             } finally {
                 PluginContext.leave(previous);
             }

@@ -292,6 +292,12 @@ public final class InMemoryBroker implements BrokerAdapter {
             }
         }
 
+        /** The messages of the source not yet handed over, ready or delayed. */
+        @Override
+        public Map<String, Long> backlog() {
+            return Map.of(request.source(), (long) depth(request.source()));
+        }
+
         @Override
         public void stop() {
             stopped = true;
