@@ -160,6 +160,42 @@ public abstract class BrokerAdapterContract {
         }
     }
 
+    /** Whether the adapter reports {@link Subscription#backlog()} (built-in adapters do); if not, it must report none. */
+    protected boolean reportsBacklog() {
+        return true;
+    }
+
+    @Test
+    void backlogShowsWhatTheBrokerStillHoldsAndDrainsToZeroOnceAcked() throws Exception {
+        BrokerAdapter adapter = adapter();
+        prepareDestination(adapter, source);
+        int published = 30;
+        for (int i = 0; i < published; i++) {
+            adapter.publish(source, message("m-" + i, null, Map.of()));
+        }
+        BlockingQueue<Delivery> received = new LinkedBlockingQueue<>();
+        try (Subscription subscription = adapter.subscribe(new SubscriptionRequest("contract-" + source,
+                source, 1, null), received::addAll)) {
+            if (!reportsBacklog()) {
+                Delivery d = received.poll(receiveTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                assertThat(d).isNotNull();
+                assertThat(subscription.backlog()).as("an adapter that cannot tell reports nothing").isEmpty();
+                return;
+            }
+            // Nothing acked yet: the broker still holds (nearly) all of it, whatever its prefetch.
+            org.awaitility.Awaitility.await().atMost(receiveTimeout()).until(() ->
+                    subscription.backlog().values().stream().mapToLong(Long::longValue).sum() >= published - 10);
+            for (int acked = 0; acked < published; acked++) {
+                Delivery d = received.poll(receiveTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                assertThat(d).as("delivery %d of %d", acked + 1, published).isNotNull();
+                d.ack();
+            }
+            org.awaitility.Awaitility.await().atMost(receiveTimeout()).until(() ->
+                    subscription.backlog().values().stream().mapToLong(Long::longValue).sum() == 0
+                            && !subscription.backlog().isEmpty());
+        }
+    }
+
     @Test
     void ackedMessageIsNotDeliveredAgain() throws Exception {
         BrokerAdapter adapter = adapter();

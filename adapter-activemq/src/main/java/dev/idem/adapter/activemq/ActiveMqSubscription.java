@@ -41,6 +41,10 @@ final class ActiveMqSubscription implements Subscription, SubscriptionContext, T
     private final List<SessionWorker> workers = new CopyOnWriteArrayList<>();
     private final List<Thread> threads = new ArrayList<>();
     private volatile boolean closed;
+    /** Until when the broker is not asked for statistics again, after it did not answer (ticker of System.nanoTime). */
+    private volatile long statisticsQuietUntil;
+    private static final long STATISTICS_TIMEOUT_MS = 1_000;
+    private static final long STATISTICS_RETRY_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
 
     private ActiveMqSubscription(SubscriptionRequest request, JmsDestination source, DeliveryListener listener,
             Publishers publishers, ActiveMQConnection connection, boolean ownsConnection, Runnable onClose) {
@@ -139,6 +143,45 @@ final class ActiveMqSubscription implements Subscription, SubscriptionContext, T
         log.error("Pipeline '{}': consuming '{}' from ActiveMQ failed and stopped: {}. Its unsettled messages go "
                 + "back to the broker. Use a failover: URL for automatic reconnection.", request.pipeline(),
                 source.written(), cause.toString());
+    }
+
+    /**
+     * The queue's size (messages stored and not yet acknowledged, dispatched ones included), asked of the
+     * broker's statistics plugin ({@code <statisticsBrokerPlugin/>}, which the embedded broker runs); empty for a
+     * topic, or for a minute after the broker did not answer within a second (the plugin is off).
+     */
+    @Override
+    public java.util.Map<String, Long> backlog() {
+        if (source.topic() || closed || System.nanoTime() - statisticsQuietUntil < 0) {
+            return java.util.Map.of();
+        }
+        jakarta.jms.Session session = null;
+        try {
+            session = connection.createSession(false, jakarta.jms.Session.AUTO_ACKNOWLEDGE);
+            jakarta.jms.TemporaryQueue replies = session.createTemporaryQueue();
+            jakarta.jms.MessageConsumer consumer = session.createConsumer(replies);
+            jakarta.jms.Message query = session.createMessage();
+            query.setJMSReplyTo(replies);
+            session.createProducer(session.createQueue("ActiveMQ.Statistics.Destination." + source.name())).send(query);
+            jakarta.jms.Message answer = consumer.receive(STATISTICS_TIMEOUT_MS);
+            if (answer instanceof jakarta.jms.MapMessage stats && stats.itemExists("size")) {
+                return java.util.Map.of(source.name(), stats.getLong("size"));
+            }
+            statisticsQuietUntil = System.nanoTime() + STATISTICS_RETRY_NANOS;
+            log.info("The ActiveMQ broker did not answer a statistics query for '{}'; idem.backlog stays empty"
+                    + " (enable <statisticsBrokerPlugin/> in activemq.xml to get it)", source.name());
+            return java.util.Map.of();
+        } catch (jakarta.jms.JMSException | RuntimeException e) {
+            return java.util.Map.of();
+        } finally {
+            if (session != null) {
+                try {
+                    session.close();
+                } catch (jakarta.jms.JMSException ignored) {
+                    // The connection is going or gone; the figure is simply missing.
+                }
+            }
+        }
     }
 
     @Override

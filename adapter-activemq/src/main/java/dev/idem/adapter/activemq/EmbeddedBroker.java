@@ -42,6 +42,9 @@ final class EmbeddedBroker {
             broker.setUseShutdownHook(false);
             // Advisory messages serve tooling and dynamic networks, neither of which an embedded broker has.
             broker.setAdvisorySupport(false);
+            // Answers the queue-size queries behind idem.backlog.
+            broker.setPlugins(new org.apache.activemq.broker.BrokerPlugin[] {
+                new org.apache.activemq.plugin.StatisticsBrokerPlugin()});
             broker.setDataDirectoryFile(dataDirectory);
             broker.setTmpDataDirectory(new File(dataDirectory, "tmp"));
             KahaDBPersistenceAdapter kahaDb = new KahaDBPersistenceAdapter();

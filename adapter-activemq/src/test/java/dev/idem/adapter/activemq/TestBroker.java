@@ -47,6 +47,8 @@ final class TestBroker implements AutoCloseable {
             b.setUseJmx(false);
             b.setUseShutdownHook(false);
             b.setAdvisorySupport(false);
+            b.setPlugins(new org.apache.activemq.broker.BrokerPlugin[] {
+                new org.apache.activemq.plugin.StatisticsBrokerPlugin()});
             b.setDataDirectoryFile(dataDirectory.toFile());
             KahaDBPersistenceAdapter kahaDb = new KahaDBPersistenceAdapter();
             kahaDb.setDirectory(new File(dataDirectory.toFile(), "kahadb"));

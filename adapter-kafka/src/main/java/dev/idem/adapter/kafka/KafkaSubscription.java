@@ -84,6 +84,9 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
     private volatile boolean stopped;
     private volatile boolean closing;
     private volatile boolean polling;
+    private static final long BACKLOG_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private long backlogReadAt = System.nanoTime() - BACKLOG_EVERY_NANOS;
+    private volatile Map<String, Long> backlog = Map.of();
 
     private record Pending(ConsumerRecord<byte[], byte[]> record, PartitionState partition, int epoch) {
     }
@@ -277,6 +280,41 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
                 buffer.addLast(new Pending(r, p, p.epoch));
             }
         }
+        refreshBacklog();
+    }
+
+    /**
+     * Per partition, the end offset (position plus the lag the last fetch reported) minus where the group stands
+     * (the last commit, else the first offset handed over, else the position): read on the consumer's thread at
+     * most once a second, published for {@link #backlog()}.
+     */
+    private void refreshBacklog() {
+        long now = System.nanoTime();
+        if (now - backlogReadAt < BACKLOG_EVERY_NANOS) {
+            return;
+        }
+        backlogReadAt = now;
+        Map<String, Long> figures = new java.util.TreeMap<>();
+        for (Map.Entry<TopicPartition, PartitionState> e : partitions.entrySet()) {
+            try {
+                java.util.OptionalLong lag = consumer.currentLag(e.getKey());
+                if (lag.isEmpty()) {
+                    continue;
+                }
+                long position = consumer.position(e.getKey(), Duration.ZERO);
+                long from = e.getValue().consumedFrom();
+                long end = position + lag.getAsLong();
+                figures.put(Integer.toString(e.getKey().partition()), Math.max(0, end - (from >= 0 ? from : position)));
+            } catch (RuntimeException unknown) {
+                // No position yet (just assigned): the partition is left out until the next read.
+            }
+        }
+        backlog = Map.copyOf(figures);
+    }
+
+    @Override
+    public Map<String, Long> backlog() {
+        return backlog;
     }
 
     private Duration pollTimeout() {

@@ -38,6 +38,8 @@ final class PartitionState {
     /** The offset to commit: after the highest contiguous finished one; -1 before any finished. */
     private long next = -1;
     private long committed = -1;
+    /** The first offset handed over since the assignment; -1 before. */
+    private long firstDelivered = -1;
     private int inFlight;
     int epoch;
     volatile boolean revoked;
@@ -58,6 +60,9 @@ final class PartitionState {
     Slot deliver(long offset) {
         if (next >= 0 && offset < next) {
             return null;
+        }
+        if (firstDelivered < 0 || offset < firstDelivered) {
+            firstDelivered = offset;
         }
         Slot slot = slots.get(offset);
         if (slot == null) {
@@ -154,5 +159,10 @@ final class PartitionState {
 
     void committed(long offset) {
         committed = Math.max(committed, offset);
+    }
+
+    /** Where the group stands for this consumer: its last commit, else the first offset handed over; -1 if neither. */
+    long consumedFrom() {
+        return committed >= 0 ? committed : firstDelivered;
     }
 }

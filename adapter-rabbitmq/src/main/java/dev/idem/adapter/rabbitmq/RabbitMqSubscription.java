@@ -94,6 +94,19 @@ final class RabbitMqSubscription implements Subscription, RabbitDelivery.Settler
         adapter.publisher().publish(queue, props, body);
     }
 
+    /**
+     * The queue's ready messages, asked of the broker on a channel of its own (a passive declare); empty when
+     * the broker cannot be asked.
+     */
+    @Override
+    public java.util.Map<String, Long> backlog() {
+        try (com.rabbitmq.client.Channel channel = adapter.consumingConnection().createChannel()) {
+            return java.util.Map.of(request.source(), channel.messageCount(request.source()));
+        } catch (Exception e) {
+            return java.util.Map.of();
+        }
+    }
+
     @Override
     public synchronized void stop() {
         if (!stopped) {
