@@ -13,7 +13,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "idem", mixinStandardHelpOptions = true, versionProvider = IdemCommand.Version.class,
         description = "Runs message handlers effectively once over an at-least-once broker.",
         subcommands = {RunCommand.class, CheckCommand.class, PluginsCommand.class, PublishCommand.class,
-                StoreCommand.class, DemoCommand.class},
+                StoreCommand.class, DlqCommand.class, DemoCommand.class},
         footer = {"", "Exit codes: 0 done, 1 failure, 2 invalid usage, configuration or handlers, "
                 + "128+n stopped by signal n after a graceful stop."})
 final class IdemCommand implements Callable<Integer> {

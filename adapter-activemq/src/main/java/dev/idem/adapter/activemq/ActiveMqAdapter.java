@@ -123,6 +123,12 @@ final class ActiveMqAdapter implements BrokerAdapter {
         }
     }
 
+    /** The queue {@code <name>.DLQ}, for a queue or topic source alike (see {@link JmsDestination#defaultDeadLetter}). */
+    @Override
+    public String defaultDeadLetterDestination(String source) {
+        return JmsDestination.parse(source).defaultDeadLetter().written();
+    }
+
     /** Sends a persistent BytesMessage synchronously: returns once the broker has stored it. */
     @Override
     public void publish(String destination, OutboundMessage message) {

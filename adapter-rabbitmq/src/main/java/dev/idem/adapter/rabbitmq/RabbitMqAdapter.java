@@ -3,6 +3,7 @@ package dev.idem.adapter.rabbitmq;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ShutdownSignalException;
+import dev.idem.spi.Backlog;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.DeliveryListener;
@@ -12,6 +13,7 @@ import dev.idem.spi.SubscriptionRequest;
 import java.io.IOException;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -85,12 +87,56 @@ final class RabbitMqAdapter implements BrokerAdapter {
         if (closed) {
             throw new BrokerException("The RabbitMQ adapter is closed", false);
         }
-        RabbitMqSubscription subscription = new RabbitMqSubscription(request, listener, this, scheduler);
+        RabbitMqSubscription subscription = new RabbitMqSubscription(request, listener, this, scheduler,
+                Topology.of(settings));
         subscriptions.add(subscription);
         log.info("Consuming RabbitMQ queue '{}' at {} for pipeline '{}' ({} channel(s), prefetch {} each)",
                 request.source(), settings.endpoint(), request.pipeline(), settings.consumers(),
                 settings.prefetchFor(request.maxInFlight()));
         return subscription;
+    }
+
+    /** {@code <queue>.DLQ}, as {@link RabbitMqSubscription} dead-letters by default. */
+    @Override
+    public String defaultDeadLetterDestination(String source) {
+        return RabbitMqSubscription.defaultDeadLetterQueue(source);
+    }
+
+    /**
+     * Consumes the queue without declaring anything: the configured queue type, exchange and binding are a
+     * pipeline source's, and binding a dead-letter queue to the source's exchange would route new messages into it.
+     */
+    @Override
+    public Subscription subscribeDeadLetters(SubscriptionRequest request, DeliveryListener listener) {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(listener, "listener");
+        if (closed) {
+            throw new BrokerException("The RabbitMQ adapter is closed", false);
+        }
+        RabbitMqSubscription subscription = new RabbitMqSubscription(request, listener, this, scheduler,
+                Topology.NONE);
+        subscriptions.add(subscription);
+        return subscription;
+    }
+
+    /**
+     * The queue's ready messages ({@code queue.declare} passive), not those delivered to consumers and not yet
+     * acknowledged; nothing for a queue that does not exist. Acknowledging removes a message.
+     */
+    @Override
+    public Optional<Backlog> backlog(SubscriptionRequest request) {
+        Objects.requireNonNull(request, "request");
+        long[] ready = new long[1];
+        try {
+            withChannel("count the messages of queue '" + request.source() + "'",
+                    ch -> ready[0] = ch.queueDeclarePassive(request.source()).getMessageCount());
+        } catch (BrokerException e) {
+            if (e.getCause() instanceof Exception cause && Topology.notFound(cause)) {
+                return Optional.of(new Backlog(0, false));
+            }
+            throw e;
+        }
+        return Optional.of(new Backlog(ready[0], false));
     }
 
     /** Declares {@code queue} as a dead-letter queue when declaring is on. */

@@ -33,17 +33,18 @@ final class RabbitMqSubscription implements Subscription, RabbitDelivery.Settler
     private boolean closed;
 
     /**
+     * @param topology what to declare for the queue and its dead-letter queue: the configured topology for a
+     *        pipeline's source, {@link Topology#NONE} for a dead-letter queue read as it is
      * @throws BrokerException if the queue cannot be declared or consumed
      */
     RabbitMqSubscription(SubscriptionRequest request, DeliveryListener listener, RabbitMqAdapter adapter,
-            ScheduledExecutorService scheduler) {
+            ScheduledExecutorService scheduler, Topology topology) {
         this.request = request;
         this.adapter = adapter;
         this.scheduler = scheduler;
         this.deadLetterQueue = request.deadLetterDestination() != null
-                ? request.deadLetterDestination() : request.source() + ".DLQ";
+                ? request.deadLetterDestination() : defaultDeadLetterQueue(request.source());
         RabbitMqSettings settings = adapter.settings();
-        Topology topology = Topology.of(settings);
         int prefetch = settings.prefetchFor(request.maxInFlight());
         adapter.declareDeadLetterQueue(topology, deadLetterQueue);
         ChannelSession.DeliveryFactory deliveries = this::delivery;
@@ -59,6 +60,11 @@ final class RabbitMqSubscription implements Subscription, RabbitDelivery.Settler
             throw e;
         }
         workers.forEach(ConsumerWorker::start);
+    }
+
+    /** Where the dead letters of {@code queue} go when the pipeline names no queue for them. */
+    static String defaultDeadLetterQueue(String queue) {
+        return queue + ".DLQ";
     }
 
     private RabbitDelivery delivery(ChannelSession session, long tag, Envelope envelope, AMQP.BasicProperties props,

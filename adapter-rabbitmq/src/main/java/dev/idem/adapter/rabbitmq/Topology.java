@@ -13,6 +13,9 @@ import java.util.Map;
  */
 record Topology(boolean declares, String queueType, String exchange, String exchangeType, String bindingKey) {
 
+    /** Declares nothing: for a queue consumed as it is, such as a dead-letter queue read for a replay. */
+    static final Topology NONE = new Topology(false, null, null, null, null);
+
     static Topology of(RabbitMqSettings s) {
         return new Topology(s.declare(), s.queueType(), s.exchange(), s.exchangeType(), s.bindingKey());
     }
@@ -36,6 +39,18 @@ record Topology(boolean declares, String queueType, String exchange, String exch
         if (declares) {
             channel.queueDeclare(queue, true, false, false, null);
         }
+    }
+
+    /** Whether the broker answered that the queue or exchange does not exist (404). */
+    static boolean notFound(Exception e) {
+        Throwable t = e;
+        while (t != null) {
+            if (t instanceof ShutdownSignalException sig && sig.getReason() instanceof AMQP.Channel.Close close) {
+                return close.getReplyCode() == 404;
+            }
+            t = t.getCause();
+        }
+        return false;
     }
 
     /**

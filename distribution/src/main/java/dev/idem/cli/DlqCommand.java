@@ -1,0 +1,155 @@
+package dev.idem.cli;
+
+import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.runtime.config.PluginSection;
+import dev.idem.runtime.plugin.PluginRegistry;
+import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.ConfigKey;
+import dev.idem.spi.IdExtractor;
+import dev.idem.spi.InboundMessage;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code idem dlq replay}: an operator's work on a pipeline's dead letters. */
+@Command(name = "dlq", mixinStandardHelpOptions = true, description = "Works on the dead letters of a pipeline.",
+        subcommands = {DlqCommand.Replay.class})
+final class DlqCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        return IdemCommand.missingSubcommand(spec);
+    }
+
+    /** See {@link DlqReplay} for what moving means and when it stops. */
+    @Command(name = "replay", mixinStandardHelpOptions = true,
+            description = {"Moves a pipeline's dead letters back to its source, to be processed again.",
+                    "Each copy keeps the original key, payload and headers (the dead-letter headers removed); the dead"
+                            + " letter is removed only once the broker confirmed the copy. Dead letters of other"
+                            + " pipelines sharing the destination stay. Ends when it has read what the destination"
+                            + " held at the start, after --limit moves, or when none came for --idle. On Kafka the"
+                            + " dead letters stay in the topic: the reader group idem-dlq-replay-<pipeline> moves"
+                            + " past them.",
+                    "Exit 0, or 1 when a dead letter could not be moved (it stays)."})
+    static final class Replay implements Callable<Integer> {
+        @Mixin
+        IdemCommand.Common common;
+
+        @Spec
+        CommandSpec spec;
+
+        @Option(names = "--pipeline", paramLabel = "NAME",
+                description = "The pipeline whose dead letters to move (not needed with one pipeline).")
+        String pipeline;
+
+        @Option(names = "--limit", paramLabel = "N", description = "Move at most N dead letters.")
+        Integer limit;
+
+        @Option(names = "--id", paramLabel = "ID",
+                description = "Move only the dead letter with this idempotency key or message ID; repeatable.")
+        List<String> ids = new ArrayList<>();
+
+        @Option(names = "--dry-run", description = "List what would move; move nothing.")
+        boolean dryRun;
+
+        @Option(names = "--idle", paramLabel = "DURATION", defaultValue = "2s",
+                description = "Stop when no dead letter came for this long (default: ${DEFAULT-VALUE}).")
+        String idle;
+
+        @Override
+        public Integer call() {
+            PrintWriter out = spec.commandLine().getOut();
+            DlqReplay.Options options = options();
+            Setup setup = common.open();
+            PluginRegistry registry = setup.plugins();
+            IdemConfig config = setup.config(registry);
+            PipelineConfig p = pipeline(config);
+            if (p.source().equals(p.deadLetter())) {
+                throw new Main.UsageError("Pipeline '" + p.name() + "' dead-letters to its own source '"
+                        + p.source() + "': there is nothing to move back");
+            }
+            Function<InboundMessage, String> keys = keys(registry, p.idExtractors());
+            try (BrokerAdapter broker = registry.createBroker(config.broker().type(), config.broker().config())) {
+                String deadLetters = p.deadLetter() != null ? p.deadLetter()
+                        : broker.defaultDeadLetterDestination(p.source());
+                if (deadLetters == null) {
+                    throw new Main.CommandFailed("Pipeline '" + p.name() + "' names no dead-letter destination and the"
+                            + " broker '" + config.broker().type() + "' has none by default: set pipelines." + p.name()
+                            + ".dead-letter");
+                }
+                if (deadLetters.equals(p.source())) {
+                    throw new Main.UsageError("The broker '" + config.broker().type() + "' dead-letters the"
+                            + " messages of pipeline '" + p.name() + "' to its own source '" + p.source()
+                            + "': there is nothing to move back");
+                }
+                DlqReplay.Report report = new DlqReplay(broker,
+                        new DlqReplay.Target(p.name(), p.source(), deadLetters), options, keys, out).run();
+                return report.ok() ? Main.OK : Main.FAILED;
+            }
+        }
+
+        /** @throws Main.UsageError for a limit below 1 or an idle time that is no duration */
+        private DlqReplay.Options options() {
+            if (limit != null && limit < 1) {
+                throw new Main.UsageError("--limit must be at least 1: " + limit);
+            }
+            Duration idleTime;
+            try {
+                idleTime = ConfigKey.parseDuration(idle);
+            } catch (IllegalArgumentException e) {
+                throw new Main.UsageError("Invalid value for option '--idle': '" + idle + "' " + e.getMessage());
+            }
+            if (idleTime.compareTo(Duration.ofMillis(100)) < 0) {
+                throw new Main.UsageError("--idle must be at least 100ms: " + idle);
+            }
+            return new DlqReplay.Options(limit, new LinkedHashSet<>(ids), dryRun, idleTime);
+        }
+
+        /** @throws Main.UsageError when the pipeline is not declared, or not named among several */
+        private PipelineConfig pipeline(IdemConfig config) {
+            if (pipeline == null) {
+                if (config.pipelines().size() != 1) {
+                    throw new Main.UsageError("Say whose dead letters with --pipeline NAME; configured: "
+                            + config.pipelines().keySet());
+                }
+                return config.pipelines().values().iterator().next();
+            }
+            PipelineConfig p = config.pipelines().get(pipeline);
+            if (p == null) {
+                throw new Main.UsageError("No pipeline '" + pipeline + "' in the configuration; configured: "
+                        + config.pipelines().keySet());
+            }
+            return p;
+        }
+
+        /** The pipeline's idempotency key of a message, through its extractor chain: the first key found wins. */
+        private static Function<InboundMessage, String> keys(PluginRegistry registry, List<PluginSection> chain) {
+            List<IdExtractor> extractors = new ArrayList<>();
+            for (PluginSection section : chain) {
+                extractors.add(registry.createIdExtractor(section.type(), section.config()));
+            }
+            return message -> {
+                for (IdExtractor extractor : extractors) {
+                    String key = extractor.extract(message);
+                    if (key != null && !key.isEmpty()) {
+                        return key;
+                    }
+                }
+                return null;
+            };
+        }
+    }
+}
