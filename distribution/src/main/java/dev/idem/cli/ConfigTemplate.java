@@ -32,6 +32,8 @@ final class ConfigTemplate {
     static final Map<String, String> PIPELINE = ordered(
             "source", "orders",
             "handler", "dev.idem.examples.orders.OrderPaymentHandler",
+            // The example's own settings (its README lists them), handed to its init().
+            "handler-settings", "{ledger.file: \"${IDEM_HOME}/data/order-payments.log\", ledger.fsync: false}",
             "dead-letter", "orders.DLQ");
 
     private static final int WIDTH = 100;
@@ -79,6 +81,14 @@ final class ConfigTemplate {
         y.append("    # ").append(RuntimeConfigSpecs.ORDERING_KEY).append(":\n")
                 .append("    #   - type: json-pointer\n")
                 .append("    #     pointer: /accountId\n");
+        comment(y, "    ", RuntimeConfigSpecs.SEQUENCE_AGGREGATE_DOC + " " + RuntimeConfigSpecs.SEQUENCE_NUMBER_DOC);
+        y.append("    # sequence:\n")
+                .append("    #   aggregate:\n")
+                .append("    #     - type: json-pointer\n")
+                .append("    #       pointer: /accountId\n")
+                .append("    #   number:\n")
+                .append("    #     - type: header\n")
+                .append("    #       name: event-seq\n");
         y.append('\n');
         y.append("runtime:\n");
         for (ConfigKey<?> key : RuntimeConfigSpecs.RUNTIME.keys()) {

@@ -1,5 +1,6 @@
 package dev.idem.runtime;
 
+import dev.idem.api.HandlerLifecycle;
 import dev.idem.api.IdemException;
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.config.ConfigLoader;
@@ -31,9 +32,13 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
@@ -109,6 +114,13 @@ public final class IdemRuntime implements AutoCloseable {
             MessageHandler h = b.handlers.get(p.name());
             if (h == null) {
                 h = instantiateHandler(p, b.handlerLoaders, config.runtime().handlerCreateTimeout(), problems);
+                if (h != null && !(h instanceof HandlerLifecycle) && !p.handlerSettings().asMap().isEmpty()) {
+                    // Settings no code reads are a mistake (the wrong class, or init forgotten), not something to skip.
+                    problems.add("pipelines." + p.name() + "." + RuntimeConfigSpecs.HANDLER_SETTINGS.name() + " is set,"
+                            + " but handler class '" + p.handler() + "' does not implement "
+                            + HandlerLifecycle.class.getName() + ", so nothing would receive the settings. Implement"
+                            + " its init(HandlerSettings), or remove " + RuntimeConfigSpecs.HANDLER_SETTINGS.name());
+                }
             }
             if (h != null) {
                 handlers.put(p.name(), h);
@@ -143,10 +155,15 @@ public final class IdemRuntime implements AutoCloseable {
             return t;
         });
         List<Pipeline> started = new ArrayList<>();
+        // Handlers whose init still runs after its timeout: closing one under its init would race it.
+        Set<MessageHandler> stuck = Collections.newSetFromMap(new IdentityHashMap<>());
         try {
             if (b.beforeConnect != null) {
                 b.beforeConnect.accept(config);
             }
+            warnOfUnusedSettings(b, config);
+            HandlerInit.initAll(config.pipelines(), ownedByPipeline(b, handlers),
+                    config.runtime().handlerCreateTimeout(), stuck);
             if (ownsStore) {
                 store = registry.createStore(config.store().type(), config.store().config(),
                         new StoreContext(b.storeTicker));
@@ -177,7 +194,7 @@ public final class IdemRuntime implements AutoCloseable {
                 p.stop(deadline);
             }
             scheduler.shutdownNow();
-            closeHandlers(ownedHandlers(b, handlers));
+            closeHandlers(ownedHandlers(b, handlers).stream().filter(h -> !stuck.contains(h)).toList());
             closeQuietly(ownsBroker ? broker : null, ownsStore ? store : null);
             throw e;
         }
@@ -337,7 +354,7 @@ public final class IdemRuntime implements AutoCloseable {
     }
 
     /** The first frame of the handler's own code (not the JDK's) where {@code thread} runs, or null. */
-    private static String stuckAt(Thread thread) {
+    static String stuckAt(Thread thread) {
         StackTraceElement[] frames = thread.getStackTrace();
         for (StackTraceElement frame : frames) {
             String c = frame.getClassName();
@@ -449,13 +466,33 @@ public final class IdemRuntime implements AutoCloseable {
     }
 
     private static List<MessageHandler> ownedHandlers(Idem.Builder b, Map<String, MessageHandler> handlers) {
-        List<MessageHandler> owned = new ArrayList<>();
+        return List.copyOf(ownedByPipeline(b, handlers).values());
+    }
+
+    /** The handlers this runtime made from class names, by pipeline: those it initialises and closes. */
+    private static Map<String, MessageHandler> ownedByPipeline(Idem.Builder b, Map<String, MessageHandler> handlers) {
+        Map<String, MessageHandler> owned = new LinkedHashMap<>();
         handlers.forEach((pipeline, handler) -> {
             if (!b.handlers.containsKey(pipeline)) {
-                owned.add(handler);
+                owned.put(pipeline, handler);
             }
         });
-        return List.copyOf(owned);
+        return owned;
+    }
+
+    /**
+     * A handler bound in code is the caller's to initialise, so settings meant for it reach it only if the caller
+     * passes them on; said once, rather than refused, since one file may serve both {@code idem run} and a test.
+     */
+    private static void warnOfUnusedSettings(Idem.Builder b, IdemConfig config) {
+        for (PipelineConfig p : config.pipelines().values()) {
+            if (b.handlers.containsKey(p.name()) && !p.handlerSettings().asMap().isEmpty()) {
+                log.warn("pipelines.{}.{} is set, but the pipeline's handler is bound in code, and the runtime"
+                        + " initialises only the handlers it creates: pass the settings to it yourself"
+                        + " (IdemRuntime.config().pipelines().get(\"{}\").handlerSettings()), or remove them",
+                        p.name(), RuntimeConfigSpecs.HANDLER_SETTINGS.name(), p.name());
+            }
+        }
     }
 
     /** Closes the {@link AutoCloseable} handlers in their own class loader; a failure is logged, not thrown. */

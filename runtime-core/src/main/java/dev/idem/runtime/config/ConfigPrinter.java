@@ -69,7 +69,8 @@ public final class ConfigPrinter {
         Map<String, Object> settings = nested(RuntimeConfigSpecs.PIPELINE, values::get);
         // The documented layout: what is consumed, by which handler, keyed how; then the tuning.
         Map<String, Object> out = new LinkedHashMap<>();
-        for (String first : List.of(RuntimeConfigSpecs.SOURCE.name(), RuntimeConfigSpecs.HANDLER.name())) {
+        for (String first : List.of(RuntimeConfigSpecs.SOURCE.name(), RuntimeConfigSpecs.HANDLER.name(),
+                RuntimeConfigSpecs.HANDLER_SETTINGS.name())) {
             if (settings.containsKey(first)) {
                 out.put(first, settings.get(first));
             }

@@ -48,7 +48,9 @@ final class Masking {
         }
         if (value instanceof Map<?, ?> map) {
             Map<String, String> shown = new LinkedHashMap<>();
-            map.forEach((k, v) -> shown.put(String.valueOf(k), isSensitive(String.valueOf(k)) ? MASK : String.valueOf(v)));
+            // Free-form settings (a handler's JDBC URL, a client's bootstrap address) may carry credentials in a URL too.
+            map.forEach((k, v) -> shown.put(String.valueOf(k),
+                    isSensitive(String.valueOf(k)) ? MASK : Secret.maskCredentials(String.valueOf(v))));
             return shown;
         }
         if (value instanceof List<?> list) {

@@ -19,6 +19,7 @@ import static dev.idem.runtime.config.RuntimeConfigSpecs.RETRY_MAX_BACKOFF;
 import static dev.idem.runtime.config.RuntimeConfigSpecs.RETRY_MULTIPLIER;
 import static dev.idem.runtime.config.RuntimeConfigSpecs.SOURCE;
 
+import dev.idem.api.HandlerSettings;
 import dev.idem.runtime.config.PipelineConfig.FingerprintMode;
 import dev.idem.runtime.config.PipelineConfig.MismatchPolicy;
 import dev.idem.runtime.config.PipelineConfig.MissingIdPolicy;
@@ -197,6 +198,7 @@ final class PipelineBinder {
                 name,
                 c.get(SOURCE),
                 c.get(HANDLER),
+                HandlerSettings.of(name, c.get(RuntimeConfigSpecs.HANDLER_SETTINGS)),
                 c.get(RuntimeConfigSpecs.NAMESPACE),
                 extractors,
                 orderingKey,
@@ -228,6 +230,9 @@ final class PipelineBinder {
         Map<String, Object> v = new LinkedHashMap<>();
         v.put(SOURCE.name(), p.source());
         v.put(HANDLER.name(), p.handler());
+        // Left out when empty, as in the file: printing "handler-settings: {}" under every pipeline says nothing.
+        v.put(RuntimeConfigSpecs.HANDLER_SETTINGS.name(),
+                p.handlerSettings().asMap().isEmpty() ? null : p.handlerSettings().asMap());
         if (!p.namespace().equals(p.name())) {
             v.put(RuntimeConfigSpecs.NAMESPACE.name(), p.namespace());
         }

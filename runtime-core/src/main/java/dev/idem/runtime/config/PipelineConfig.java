@@ -1,7 +1,9 @@
 package dev.idem.runtime.config;
 
+import dev.idem.api.HandlerSettings;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -10,6 +12,8 @@ import java.util.Objects;
  * @param name the pipeline's name: the consumer name and the store key namespace
  * @param source the topic or queue consumed
  * @param handler the handler class name, or {@code null} when the handler is bound programmatically
+ * @param handlerSettings the handler's settings ({@code handler-settings}), handed to
+ *        {@link dev.idem.api.HandlerLifecycle#init}; empty when none are set, never {@code null} once constructed
  * @param namespace the scope of its keys in the store: the pipeline's name unless configured
  * @param idExtractors the extractor chain; the first that finds a key wins
  * @param orderingKey the extractor chain of the ordering key; empty for the broker's key, else the idempotency key
@@ -35,6 +39,7 @@ public record PipelineConfig(
         String name,
         String source,
         String handler,
+        HandlerSettings handlerSettings,
         String namespace,
         List<PluginSection> idExtractors,
         List<PluginSection> orderingKey,
@@ -60,6 +65,7 @@ public record PipelineConfig(
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(source, "source");
         namespace = namespace == null ? name : namespace;
+        handlerSettings = handlerSettings == null ? HandlerSettings.of(name, Map.of()) : handlerSettings;
         idExtractors = List.copyOf(idExtractors);
         orderingKey = List.copyOf(orderingKey);
         emitIdHeader = emitIdHeader == null ? "message-id" : emitIdHeader;

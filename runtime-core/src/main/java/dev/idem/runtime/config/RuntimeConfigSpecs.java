@@ -59,6 +59,15 @@ public final class RuntimeConfigSpecs {
             .validate(CLASS_NAME.asMatchPredicate(), "be a fully qualified class name such as com.example.OrderHandler")
             .doc("The handler class, loaded from `handlers/`. Leave it out when the handler is bound in code.");
 
+    public static final ConfigKey<Map<String, String>> HANDLER_SETTINGS = ConfigKey.map("handler-settings")
+            .doc("Settings for the handler, which it receives through `dev.idem.api.HandlerLifecycle.init` once,"
+                    + " before its first message (a handler class that does not implement it is refused settings):"
+                    + " any YAML map, nested sections flattened to dotted names"
+                    + " (`db: {url: ...}` is `db.url`), every value a string. Use `${VAR}` for secrets; settings"
+                    + " whose names suggest a secret (`password`, `secret`, `token`, `credential`, `api-key`, ...)"
+                    + " and credentials in URLs are masked wherever configuration is printed. `idem check`"
+                    + " validates them but does not call `init`.");
+
     public static final ConfigKey<String> NAMESPACE = ConfigKey.string("namespace")
             .validate(PIPELINE_NAME.asMatchPredicate(), "start with a lowercase letter or digit and hold only lowercase"
                     + " letters, digits, '.', '_' and '-'")
@@ -217,6 +226,7 @@ public final class RuntimeConfigSpecs {
     public static final ConfigSpec PIPELINE = ConfigSpec.builder()
             .define(SOURCE)
             .define(HANDLER)
+            .define(HANDLER_SETTINGS)
             .define(NAMESPACE)
             .define(MISSING_ID)
             .define(FINGERPRINT)

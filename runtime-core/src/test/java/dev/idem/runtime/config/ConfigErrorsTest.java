@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 class ConfigErrorsTest {
 
-    private static final String PIPELINE_KEYS = "[source, handler, namespace, missing-id, fingerprint, fingerprint-mismatch,"
+    private static final String PIPELINE_KEYS = "[source, handler, handler-settings, namespace, missing-id, fingerprint, fingerprint-mismatch,"
             + " ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, commit, max-deliveries,"
             + " dead-letter, transactional, sequence, emit, id, ordering-key]";
 

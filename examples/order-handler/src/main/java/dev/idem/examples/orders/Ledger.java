@@ -46,9 +46,10 @@ final class Ledger implements AutoCloseable {
      * Opens (creating it and its directories if absent) the ledger for appending.
      *
      * @param fsync whether every line is forced to the disk before {@link #append} returns
+     * @param fix what to do when the file cannot be opened, ending the message: how to name another
      * @throws UncheckedIOException naming the file when it cannot be created or read
      */
-    static Ledger open(Path file, boolean fsync) {
+    static Ledger open(Path file, boolean fsync, String fix) {
         try {
             Path parent = file.toAbsolutePath().getParent();
             if (parent != null) {
@@ -58,8 +59,7 @@ final class Ledger implements AutoCloseable {
             return new Ledger(file, fsync, new FileOutputStream(file.toFile(), true), torn);
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot open the order ledger " + file.toAbsolutePath() + " for appending: "
-                    + e + ". Set " + OrderPaymentHandler.LEDGER_ENV + " (or -D" + OrderPaymentHandler.LEDGER_PROPERTY
-                    + ") to a writable file", e);
+                    + e + ". " + fix, e);
         }
     }
 

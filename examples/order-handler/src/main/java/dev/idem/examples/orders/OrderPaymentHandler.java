@@ -1,6 +1,8 @@
 package dev.idem.examples.orders;
 
 import dev.idem.api.HandlerContext;
+import dev.idem.api.HandlerLifecycle;
+import dev.idem.api.HandlerSettings;
 import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
@@ -9,7 +11,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -18,67 +23,63 @@ import java.util.concurrent.locks.ReentrantLock;
  * of an order is {@code applied}; any later one (another message, or this message run again) is
  * {@code ignored-already-paid}. For a pipeline in plain (non-transactional) mode, with any store.
  *
+ * <p><b>Settings.</b> The runtime creates the handler with its no-arg constructor, then calls
+ * {@link #init(HandlerSettings)} with the pipeline's {@code handler-settings}, which open the ledger:
+ * <ul>
+ *   <li>{@value #LEDGER_FILE}: the ledger file; default {@code data/order-payments.log} under the installation
+ *       ({@code IDEM_HOME} or {@code -Didem.home}, which {@code bin/idem} sets), else under the working directory;</li>
+ *   <li>{@value #LEDGER_FSYNC}: {@code true} forces each line to the disk (surviving a power loss, at the cost of
+ *       one {@code fsync} per message); default {@code false}.</li>
+ * </ul>
+ * Each line is handed to the operating system before {@link #handle} returns, so it survives the process
+ * being killed, with or without fsync.
+ *
  * <p><b>The ledger.</b> Every run appends exactly one line,
  * {@code messageId<TAB>orderId<TAB>event<TAB>amount<TAB>outcome}, where {@code messageId} is the
  * idempotency key the runtime claimed (tabs, line breaks and backslashes in it are escaped as
- * {@code \t}, {@code \n}, {@code \r}, {@code \\}). The file is the first of:
- * <ol>
- *   <li>the environment variable {@value #LEDGER_ENV},</li>
- *   <li>the system property {@value #LEDGER_PROPERTY},</li>
- *   <li>{@code data/order-payments.log} under the installation when {@code IDEM_HOME} is set (as
- *       {@code bin/idem} sets it), else under the working directory.</li>
- * </ol>
- * Each line is handed to the operating system before {@link #handle} returns, so it survives the
- * process being killed; it is forced to the disk (surviving a power loss, at the cost of one
- * {@code fsync} per message) only when {@value #FSYNC_ENV} (or {@value #FSYNC_PROPERTY}) is {@code true}.
+ * {@code \t}, {@code \n}, {@code \r}, {@code \\}).
  *
  * <p><b>Why the guard.</b> In plain mode a consumer that dies after writing the line and before the
  * runtime completes the key runs the message again once the lease ends (DESIGN.md's honest window).
- * The paid orders are rebuilt from the ledger when the handler is created, so that second run finds
+ * The paid orders are rebuilt from the ledger when it is opened, so that second run finds
  * the order paid and changes nothing: the ledger then shows two runs for the message, one payment.
  * The rule is the same {@link dev.idem.api.guard.StateMachine} the transactional handler applies to its
  * table ({@code OrderStates}), asked about the state kept here with {@code decide}.
  *
  * <p><b>Threads.</b> Thread-safe: the check of the order's state and the append happen under one lock,
  * so concurrent runs never interleave their lines nor both apply one order. One instance must own
- * its ledger file: bind this class to one pipeline per process, and do not share the file between
- * processes.
+ * its ledger file: bind this class to one pipeline per process (or give each pipeline its own
+ * {@value #LEDGER_FILE}), and do not share the file between processes.
  *
  * <p><b>Failures.</b> A malformed payload throws {@link NonRetryableException} (dead-lettered at once);
  * an I/O failure throws {@link IOException} (retried); an interrupt while waiting for the lock throws
- * {@link InterruptedException}, leaving no line.
+ * {@link InterruptedException}, leaving no line. A ledger that cannot be opened fails {@code init}, and with
+ * it the start, naming the file and the setting.
  */
-public final class OrderPaymentHandler implements MessageHandler, AutoCloseable {
+public final class OrderPaymentHandler implements MessageHandler, HandlerLifecycle, AutoCloseable {
 
-    /** Environment variable naming the ledger file. */
-    public static final String LEDGER_ENV = "IDEM_ORDER_LEDGER";
-    /** System property naming the ledger file, read when {@value #LEDGER_ENV} is unset. */
-    public static final String LEDGER_PROPERTY = "idem.order.ledger";
-    /** Environment variable: {@code true} forces every line to the disk before the run returns. */
-    public static final String FSYNC_ENV = "IDEM_ORDER_LEDGER_FSYNC";
-    /** System property read when {@value #FSYNC_ENV} is unset. */
-    public static final String FSYNC_PROPERTY = "idem.order.ledger-fsync";
-    /** The ledger when neither setting is given, relative to the working directory. */
+    /** Handler setting: the ledger file. */
+    public static final String LEDGER_FILE = "ledger.file";
+    /** Handler setting: {@code true} forces every line to the disk before the run returns. */
+    public static final String LEDGER_FSYNC = "ledger.fsync";
+    /** The ledger when {@value #LEDGER_FILE} is not set, relative to the installation or the working directory. */
     public static final Path DEFAULT_LEDGER = Path.of("data", "order-payments.log");
 
     private final ReentrantLock lock = new ReentrantLock();
-    private final Ledger ledger;
-    /** Guarded by {@link #lock}. */
-    private final Set<String> paidOrders;
-
-    /**
-     * Opens the ledger named by the environment or system properties (see the class comment) and
-     * rebuilds the paid orders from it. The runtime calls this for {@code handler:} in {@code conf/idem.yaml}.
-     *
-     * @throws UncheckedIOException naming the file when it cannot be created or read
-     * @throws IllegalArgumentException when {@value #FSYNC_ENV} is neither true nor false
+    /*
+     * Set once, by the constructor or by init. Not volatile: the runtime calls init before the pipeline's threads
+     * start, which makes what init wrote visible to every handle (HandlerLifecycle's contract).
      */
+    private Ledger ledger;
+    /** Guarded by {@link #lock}. */
+    private Set<String> paidOrders;
+
+    /** For the runtime, which then calls {@link #init(HandlerSettings)}; nothing is opened until then. */
     public OrderPaymentHandler() {
-        this(Settings.system());
     }
 
     /**
-     * Opens the given ledger and rebuilds the paid orders from it; for binding in code
+     * Opens the given ledger and rebuilds the paid orders from it, without {@code init}; for binding in code
      * ({@code Idem.builder().handler("orders", new OrderPaymentHandler(path, false))}) and tests.
      *
      * @param ledger the ledger file; created with its directories if absent
@@ -86,7 +87,45 @@ public final class OrderPaymentHandler implements MessageHandler, AutoCloseable 
      * @throws UncheckedIOException naming the file when it cannot be created or read
      */
     public OrderPaymentHandler(Path ledger, boolean fsync) {
-        Ledger opened = Ledger.open(Objects.requireNonNull(ledger, "ledger"), fsync);
+        open(Objects.requireNonNull(ledger, "ledger"), fsync, "Pass a writable file");
+    }
+
+    /**
+     * Opens the ledger the settings name (see the class comment) and rebuilds the paid orders from it.
+     *
+     * @throws UncheckedIOException naming the file and the setting when it cannot be created or read
+     * @throws IllegalArgumentException naming the setting when {@value #LEDGER_FSYNC} is neither true nor false
+     * @throws IllegalStateException when the ledger is open already
+     */
+    @Override
+    public void init(HandlerSettings settings) {
+        if (ledger != null) {
+            throw new IllegalStateException("This " + getClass().getSimpleName() + " has its ledger " + ledger.file()
+                    + " open already; init is called once, on a handler made with the no-arg constructor");
+        }
+        boolean fsync = settings.getBoolean(LEDGER_FSYNC, false);
+        open(ledgerPath(settings, System.getenv(), System.getProperties()), fsync,
+                "Set " + settings.path(LEDGER_FILE) + " to a writable file");
+    }
+
+    /**
+     * The ledger the settings name: {@value #LEDGER_FILE}, else the default under {@code IDEM_HOME} (or
+     * {@code -Didem.home}), else under the working directory.
+     */
+    static Path ledgerPath(HandlerSettings settings, Map<String, String> env, Properties properties) {
+        Optional<String> file = settings.get(LEDGER_FILE).map(String::trim).filter(f -> !f.isEmpty());
+        if (file.isPresent()) {
+            return Path.of(file.get());
+        }
+        String home = env.get("IDEM_HOME");
+        if (home == null || home.isBlank()) {
+            home = properties.getProperty("idem.home");
+        }
+        return home == null || home.isBlank() ? DEFAULT_LEDGER : Path.of(home.trim()).resolve(DEFAULT_LEDGER);
+    }
+
+    private void open(Path file, boolean fsync, String fix) {
+        Ledger opened = Ledger.open(file, fsync, fix);
         try {
             this.paidOrders = opened.paidOrders();
         } catch (RuntimeException e) {
@@ -100,22 +139,14 @@ public final class OrderPaymentHandler implements MessageHandler, AutoCloseable 
         this.ledger = opened;
     }
 
-    private OrderPaymentHandler(Settings settings) {
-        this(ledgerPath(settings), settings.flag(FSYNC_ENV, FSYNC_PROPERTY));
-    }
-
-    /**
-     * The ledger the settings name: {@value #LEDGER_ENV}, else {@value #LEDGER_PROPERTY}, else the default
-     * under {@code IDEM_HOME} (or {@code -Didem.home}), else under the working directory.
-     */
-    static Path ledgerPath(Settings settings) {
-        return settings.get(LEDGER_ENV, LEDGER_PROPERTY).map(Path::of)
-                .orElseGet(() -> settings.get("IDEM_HOME", "idem.home").map(home -> Path.of(home).resolve(DEFAULT_LEDGER))
-                        .orElse(DEFAULT_LEDGER));
-    }
-
     @Override
     public void handle(Message message, HandlerContext context) throws IOException, InterruptedException {
+        Ledger ledger = this.ledger;
+        if (ledger == null) {
+            throw new IllegalStateException(getClass().getSimpleName() + " has no ledger: init was not called. The"
+                    + " runtime calls it for handler: in the configuration; code that creates the handler itself"
+                    + " calls init, or uses the constructor that takes the ledger file");
+        }
         OrderEvent event = OrderEvent.parse(message.payloadAsString());
         String messageId = MessageIds.of(message);
         Outcome outcome;
@@ -140,17 +171,20 @@ public final class OrderPaymentHandler implements MessageHandler, AutoCloseable 
                 outcome.label());
     }
 
-    /** The ledger file this handler appends to. */
+    /** The ledger file this handler appends to, or {@code null} before {@code init}. */
     public Path ledger() {
-        return ledger.file();
+        return ledger == null ? null : ledger.file();
     }
 
     /**
-     * Closes the ledger file. The runtime does not call this (a handler lives as long as its process);
-     * code that creates handlers itself, such as tests, should.
+     * Closes the ledger file, if one was opened. The runtime calls this once on stop, after the last run, and also
+     * when the start fails (so possibly without a successful {@code init}); code that creates handlers itself, such
+     * as tests, should call it too.
      */
     @Override
     public void close() throws IOException {
-        ledger.close();
+        if (ledger != null) {
+            ledger.close();
+        }
     }
 }

@@ -67,10 +67,11 @@ final class OrderTables {
     /**
      * Makes sure the tables exist, creating them in {@code transaction} where that is safe and allowed.
      *
+     * @param pipeline the pipeline running the handler, to name its setting in messages
      * @throws IllegalStateException when a table is missing and cannot be created here; the message
      *                               names the tables, the reason and the DDL to run
      */
-    void ensure(Connection transaction) throws SQLException {
+    void ensure(Connection transaction, String pipeline) throws SQLException {
         if (seen) {
             return;
         }
@@ -81,19 +82,19 @@ final class OrderTables {
             return;
         }
         String product = metadata.getDatabaseProductName();
+        String setting = "pipelines." + pipeline + ".handler-settings." + TransactionalOrderPaymentHandler.CREATE_TABLES;
         String createThem = " Create them before starting the pipeline, with schema.sql from the handler JAR"
                 + " (dev/idem/examples/orders/schema.sql), then replay the dead-lettered messages:\n"
                 + String.join(";\n", ddl()) + ";";
         if (!createAllowed) {
             throw new IllegalStateException("The tables " + missing + " of " + TransactionalOrderPaymentHandler.class
                     .getSimpleName() + " are missing in " + product + "." + createThem + "\nOn PostgreSQL you may"
-                    + " instead set " + TransactionalOrderPaymentHandler.CREATE_TABLES_ENV + "=true to have the"
-                    + " first message create them in its transaction.");
+                    + " instead set " + setting + ": true to have the first message create them in its transaction.");
         }
         if (metadata.dataDefinitionCausesTransactionCommit()
                 || !metadata.supportsDataDefinitionAndDataManipulationTransactions()) {
-            throw new IllegalStateException("The tables " + missing + " are missing, and "
-                    + TransactionalOrderPaymentHandler.CREATE_TABLES_ENV + " is set, but " + product + " commits the"
+            throw new IllegalStateException("The tables " + missing + " are missing, and " + setting
+                    + " is true, but " + product + " commits the"
                     + " open transaction on CREATE TABLE: creating them here would commit the dedup claim before"
                     + " this message's writes, so the handler will not." + createThem);
         }

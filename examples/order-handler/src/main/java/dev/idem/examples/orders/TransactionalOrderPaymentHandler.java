@@ -1,6 +1,8 @@
 package dev.idem.examples.orders;
 
 import dev.idem.api.HandlerContext;
+import dev.idem.api.HandlerLifecycle;
+import dev.idem.api.HandlerSettings;
 import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
@@ -32,10 +34,12 @@ import java.time.Duration;
  *
  * <p><b>Tables.</b> {@code order_status} and {@code payment_events} must exist; {@code schema.sql} in the
  * JAR creates them. By default the handler only checks (through the database's metadata, which commits
- * nothing) and fails with the DDL when they are missing. With {@value #CREATE_TABLES_ENV} (or
- * {@value #CREATE_TABLES_PROPERTY}) {@code true}, the first run creates them in its transaction, but only
- * on a database whose DDL is transactional (PostgreSQL): on MariaDB, MySQL and H2 a {@code CREATE TABLE}
- * commits the open transaction, the dedup claim with it, and the handler refuses.
+ * nothing) and fails with the DDL when they are missing. With the handler setting {@value #CREATE_TABLES}
+ * {@code true} (in the pipeline's {@code handler-settings}, read by {@link #init(HandlerSettings)}), the first
+ * run creates them in its transaction, but only on a database whose DDL is transactional (PostgreSQL): on
+ * MariaDB, MySQL and H2 a {@code CREATE TABLE} commits the open transaction, the dedup claim with it, and the
+ * handler refuses. The database itself is the JDBC store's ({@code store.jdbc.url}); the handler has no
+ * connection settings of its own.
  *
  * <p><b>Threads.</b> Thread-safe: each run works on its own transaction; two concurrent first payments
  * of one order race on {@code order_status}'s primary key, and the loser fails, rolls back and, retried,
@@ -47,27 +51,24 @@ import java.time.Duration;
  * transaction or with missing tables throws {@link IllegalStateException} saying what to configure;
  * database errors throw {@link SQLException} (retried). Statements time out at the run's deadline.
  */
-public final class TransactionalOrderPaymentHandler implements MessageHandler {
+public final class TransactionalOrderPaymentHandler implements MessageHandler, HandlerLifecycle {
 
-    /** Environment variable: {@code true} lets the first run create missing tables (PostgreSQL only). */
-    public static final String CREATE_TABLES_ENV = "IDEM_ORDER_CREATE_TABLES";
-    /** System property read when {@value #CREATE_TABLES_ENV} is unset. */
-    public static final String CREATE_TABLES_PROPERTY = "idem.order.create-tables";
+    /** Handler setting: {@code true} lets the first run create missing tables (PostgreSQL only). */
+    public static final String CREATE_TABLES = "create-tables";
 
-    private final OrderTables tables;
-
-    /**
-     * Reads {@value #CREATE_TABLES_ENV} (or {@value #CREATE_TABLES_PROPERTY}); the runtime calls this for
-     * {@code handler:} in {@code conf/idem.yaml}.
-     *
-     * @throws IllegalArgumentException when the setting is neither true nor false
+    /*
+     * Replaced at most once, by init, before the first run. Not volatile: the runtime calls init before the
+     * pipeline's threads start, which makes it visible to every handle (HandlerLifecycle's contract).
      */
+    private OrderTables tables;
+
+    /** For the runtime, which then calls {@link #init(HandlerSettings)}; until then, tables are never created. */
     public TransactionalOrderPaymentHandler() {
-        this(Settings.system().flag(CREATE_TABLES_ENV, CREATE_TABLES_PROPERTY));
+        this(false);
     }
 
     /**
-     * For binding in code and tests.
+     * For binding in code and tests, without {@code init}.
      *
      * @param createTables whether a run may create missing tables in its transaction where DDL is transactional
      */
@@ -75,12 +76,23 @@ public final class TransactionalOrderPaymentHandler implements MessageHandler {
         this.tables = new OrderTables(createTables);
     }
 
+    /**
+     * Reads {@value #CREATE_TABLES} (default {@code false}). Touches no database: the tables are checked on the
+     * first run, in the store's transaction.
+     *
+     * @throws IllegalArgumentException naming the setting when it is neither true nor false
+     */
+    @Override
+    public void init(HandlerSettings settings) {
+        this.tables = new OrderTables(settings.getBoolean(CREATE_TABLES, false));
+    }
+
     @Override
     public void handle(Message message, HandlerContext context) throws SQLException {
         OrderEvent event = OrderEvent.parse(message.payloadAsString());
         Connection connection = transaction(context);
         int timeoutSeconds = (int) Math.max(1, (context.remaining().toMillis() + 999) / 1000);
-        tables.ensure(connection);
+        tables.ensure(connection, context.pipeline());
         Outcome outcome = markPaid(connection, event, timeoutSeconds)
                 ? Outcome.APPLIED : Outcome.IGNORED_ALREADY_PAID;
         String messageId = MessageIds.of(message);

@@ -3,6 +3,7 @@ package dev.idem.examples.orders;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.api.HandlerSettings;
 import dev.idem.api.NonRetryableException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -206,41 +207,87 @@ class OrderPaymentHandlerTest {
     }
 
     @Test
-    void aLedgerThatCannotBeOpenedNamesTheFileAndTheSetting() throws Exception {
+    void aLedgerThatCannotBeOpenedNamesTheFile() throws Exception {
         Path directory = Files.createDirectories(dir.resolve("a-directory"));
 
         assertThatThrownBy(() -> new OrderPaymentHandler(directory, false))
                 .isInstanceOf(UncheckedIOException.class)
                 .hasMessageContaining(directory.toAbsolutePath().toString())
-                .hasMessageContaining("Set IDEM_ORDER_LEDGER (or -Didem.order.ledger) to a writable file");
+                .hasMessageEndingWith("Pass a writable file");
     }
 
     @Test
-    void theLedgerIsNamedByTheEnvironmentThenTheSystemPropertyThenTheInstallation() {
+    void initOpensTheLedgerItsSettingsName() throws Exception {
+        OrderPaymentHandler handler = new OrderPaymentHandler();
+        opened.add(handler);
+
+        handler.init(HandlerSettings.of("orders", Map.of("ledger.file", ledgerFile.toString(), "ledger.fsync", "true")));
+        handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain());
+
+        assertThat(handler.ledger()).isEqualTo(ledgerFile);
+        assertThat(lines()).containsExactly("m-1\to-1\tpaid\t5\tapplied");
+    }
+
+    @Test
+    void aLedgerThatCannotBeOpenedFailsInitNamingTheFileAndTheSetting() throws Exception {
+        Path directory = Files.createDirectories(dir.resolve("a-directory"));
+        OrderPaymentHandler handler = new OrderPaymentHandler();
+
+        assertThatThrownBy(() -> handler.init(HandlerSettings.of("orders", Map.of("ledger.file", directory.toString()))))
+                .isInstanceOf(UncheckedIOException.class)
+                .hasMessageContaining(directory.toAbsolutePath().toString())
+                .hasMessageEndingWith("Set pipelines.orders.handler-settings.ledger.file to a writable file");
+        handler.close(); // The runtime closes a handler whose init failed: nothing to close, and no failure.
+    }
+
+    @Test
+    void theLedgerIsTheSettingElseUnderTheInstallationElseUnderTheWorkingDirectory() {
         Properties properties = new Properties();
         Map<String, String> env = new HashMap<>();
-        Supplier<Path> resolve = () -> OrderPaymentHandler.ledgerPath(new Settings(env, properties));
+        Map<String, String> values = new HashMap<>();
+        Supplier<Path> resolve = () -> OrderPaymentHandler.ledgerPath(HandlerSettings.of("orders", values), env,
+                properties);
 
         assertThat(resolve.get()).isEqualTo(Path.of("data/order-payments.log"));
+        properties.setProperty("idem.home", "/opt/idem-property");
+        assertThat(resolve.get()).isEqualTo(Path.of("/opt/idem-property/data/order-payments.log"));
         env.put("IDEM_HOME", "/opt/idem");
         assertThat(resolve.get()).as("under the installation bin/idem runs from")
                 .isEqualTo(Path.of("/opt/idem/data/order-payments.log"));
-        properties.setProperty("idem.order.ledger", "/var/lib/idem/from-property.log");
-        assertThat(resolve.get()).isEqualTo(Path.of("/var/lib/idem/from-property.log"));
-        env.put("IDEM_ORDER_LEDGER", " ");
-        assertThat(resolve.get()).as("blank counts as unset").isEqualTo(Path.of("/var/lib/idem/from-property.log"));
-        env.put("IDEM_ORDER_LEDGER", "/var/lib/idem/from-env.log");
-        assertThat(resolve.get()).isEqualTo(Path.of("/var/lib/idem/from-env.log"));
+        values.put("ledger.file", " ");
+        assertThat(resolve.get()).as("blank counts as unset").isEqualTo(Path.of("/opt/idem/data/order-payments.log"));
+        values.put("ledger.file", "/var/lib/idem/orders.log");
+        assertThat(resolve.get()).isEqualTo(Path.of("/var/lib/idem/orders.log"));
     }
 
     @Test
-    void aFsyncSettingOtherThanTrueOrFalseIsRejectedWithTheAcceptedValues() {
-        Settings settings = new Settings(Map.of("IDEM_ORDER_LEDGER_FSYNC", "yes"), new Properties());
+    void aFsyncSettingOtherThanTrueOrFalseFailsInitNamingTheSetting() {
+        OrderPaymentHandler handler = new OrderPaymentHandler();
 
-        assertThatThrownBy(() -> settings.flag(OrderPaymentHandler.FSYNC_ENV, OrderPaymentHandler.FSYNC_PROPERTY))
+        assertThatThrownBy(() -> handler.init(HandlerSettings.of("orders",
+                Map.of("ledger.file", ledgerFile.toString(), "ledger.fsync", "yes"))))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("Invalid value 'yes' for IDEM_ORDER_LEDGER_FSYNC (or -Didem.order.ledger-fsync):"
+                .hasMessage("Invalid value 'yes' for handler setting pipelines.orders.handler-settings.ledger.fsync:"
                         + " must be true or false");
+        assertThat(ledgerFile).as("nothing opened").doesNotExist();
+    }
+
+    @Test
+    void aHandlerWithoutInitRefusesToRunAndSaysWhy() {
+        OrderPaymentHandler handler = new OrderPaymentHandler();
+
+        assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain()))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("OrderPaymentHandler has no ledger: init was not called.");
+    }
+
+    @Test
+    void initIsCalledOnce() {
+        OrderPaymentHandler handler = open();
+
+        assertThatThrownBy(() -> handler.init(HandlerSettings.of("orders", Map.of())))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("open already");
     }
 
     @Test

@@ -3,6 +3,7 @@ package dev.idem.examples.orders;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.api.HandlerSettings;
 import dev.idem.api.NonRetryableException;
 import dev.idem.api.RejectedException;
 import java.sql.Connection;
@@ -12,6 +13,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -226,7 +228,7 @@ class TransactionalOrderPaymentHandlerTest {
                             + " are missing in H2")
                     .hasMessageContaining("CREATE TABLE IF NOT EXISTS order_status")
                     .hasMessageContaining("CREATE TABLE IF NOT EXISTS payment_events")
-                    .hasMessageContaining("IDEM_ORDER_CREATE_TABLES=true");
+                    .hasMessageContaining("set pipelines.orders.handler-settings.create-tables: true");
             tx.rollback();
         }
     }
@@ -255,7 +257,8 @@ class TransactionalOrderPaymentHandlerTest {
         try (Statement statement = admin.createStatement()) {
             statement.execute("CREATE TABLE claims (id VARCHAR(16))");
         }
-        TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(true);
+        TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler();
+        handler.init(HandlerSettings.of("orders", Map.of("create-tables", "true")));
 
         try (Connection tx = transaction()) {
             try (Statement claim = tx.createStatement()) {
@@ -263,8 +266,8 @@ class TransactionalOrderPaymentHandlerTest {
             }
             assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), new TestContext(tx)))
                     .isInstanceOf(IllegalStateException.class)
-                    .hasMessageContaining("IDEM_ORDER_CREATE_TABLES is set, but H2 commits the open transaction on"
-                            + " CREATE TABLE")
+                    .hasMessageContaining("pipelines.orders.handler-settings.create-tables is true, but H2 commits"
+                            + " the open transaction on CREATE TABLE")
                     .hasMessageContaining("CREATE TABLE IF NOT EXISTS order_status");
             tx.rollback();
         }
@@ -297,5 +300,15 @@ class TransactionalOrderPaymentHandlerTest {
         assertThat(OrderTables.ddl()).hasSize(2);
         assertThat(rows("SELECT COUNT(*) FROM information_schema.tables WHERE table_name IN"
                 + " ('ORDER_STATUS', 'PAYMENT_EVENTS')")).containsExactly("2");
+    }
+
+    @Test
+    void aCreateTablesSettingOtherThanTrueOrFalseFailsInitNamingTheSetting() {
+        TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler();
+
+        assertThatThrownBy(() -> handler.init(HandlerSettings.of("orders", Map.of("create-tables", "yes"))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("Invalid value 'yes' for handler setting pipelines.orders.handler-settings.create-tables:"
+                        + " must be true or false");
     }
 }
