@@ -168,7 +168,7 @@ class CliUsageErrorsTest {
 
         assertThat(none.exitCode()).isEqualTo(Main.INVALID);
         assertThat(none.out()).isEmpty();
-        assertThat(none.err()).startsWith("Missing command: name one of [run, check, plugins, publish, store, demo].")
+        assertThat(none.err()).startsWith("Missing command: name one of [run, check, plugins, publish, store, dlq, demo].")
                 .contains("Usage: idem");
         assertThat(idem("store").exitCode()).isEqualTo(Main.INVALID);
         assertThat(idem("--help").exitCode()).isZero();
