@@ -1,5 +1,6 @@
 package dev.idem.adapter.kafka;
 
+import dev.idem.spi.Backlog;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.ConfigKey;
@@ -9,10 +10,15 @@ import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -20,12 +26,19 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -47,6 +60,8 @@ final class KafkaAdapter implements BrokerAdapter {
     private final Duration connectTimeout;
     private final String connectTimeoutKey;
     private final Set<KafkaSubscription> subscriptions = ConcurrentHashMap.newKeySet();
+    /** Why a subscription was fenced out of its group, by pipeline: reported by {@link #checkHealth()}. */
+    private final Map<String, String> fenced = new ConcurrentHashMap<>();
     /** Guards the first contact with the cluster and the producer's creation; never held by {@link #close()}. */
     private final Object connecting = new Object();
     /** Created at the first send, once the cluster was reached: an idempotent producer connects at once. */
@@ -135,9 +150,13 @@ final class KafkaAdapter implements BrokerAdapter {
         ensureReachable();
         String deadLetter = request.deadLetterDestination() != null ? request.deadLetterDestination()
                 : request.source() + settings.deadLetterSuffix();
-        KafkaSubscription subscription = new KafkaSubscription(settings, request, deadLetter, listener, this,
-                subscriptions::remove);
-        subscriptions.add(subscription);
+        KafkaSubscription subscription;
+        synchronized (subscriptions) {
+            // Chosen and registered together, so that two live consumers of one group never share an instance id.
+            subscription = new KafkaSubscription(settings, request, instanceId(request.pipeline()), deadLetter,
+                    listener, this, subscriptions::remove);
+            subscriptions.add(subscription);
+        }
         try {
             subscription.start();
         } catch (RuntimeException e) {
@@ -145,6 +164,35 @@ final class KafkaAdapter implements BrokerAdapter {
             throw e;
         }
         return subscription;
+    }
+
+    /**
+     * The {@code group.instance.id} of a new consumer of {@code pipeline}: {@code group-instance-id} itself, as each
+     * pipeline has a group of its own; {@code <id>-2}, {@code <id>-3}... only while other subscriptions of the same
+     * pipeline live in this adapter (the runtime subscribes each pipeline once), since one id in one group would
+     * fence the other consumer out. {@code null} without {@code group-instance-id}.
+     */
+    private String instanceId(String pipeline) {
+        String base = settings.groupInstanceId();
+        if (base == null) {
+            return null;
+        }
+        Set<String> taken = new HashSet<>();
+        for (KafkaSubscription s : subscriptions) {
+            if (s.pipeline().equals(pipeline) && s.groupInstanceId() != null) {
+                taken.add(s.groupInstanceId());
+            }
+        }
+        String id = base;
+        for (int n = 2; taken.contains(id); n++) {
+            id = base + "-" + n;
+        }
+        return id;
+    }
+
+    /** Called by a subscription whose consumer was fenced out of its group by another with its instance id. */
+    void fenced(String pipeline, String why) {
+        fenced.put(pipeline, why);
     }
 
     @Override
@@ -193,8 +241,15 @@ final class KafkaAdapter implements BrokerAdapter {
         }
     }
 
+    /**
+     * Fails if a consumer was fenced out of its group (it stopped consuming for good), else if the cluster does not
+     * describe itself within a few seconds.
+     */
     @Override
     public void checkHealth() {
+        if (!fenced.isEmpty()) {
+            throw new BrokerException(String.join("; ", new TreeMap<>(fenced).values()), false);
+        }
         try {
             admin().describeCluster(new DescribeClusterOptions().timeoutMs((int) HEALTH_TIMEOUT.toMillis()))
                     .clusterId().get(HEALTH_TIMEOUT.toMillis() + 1000, TimeUnit.MILLISECONDS);
@@ -206,6 +261,70 @@ final class KafkaAdapter implements BrokerAdapter {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new BrokerException("Interrupted while checking Kafka's health", true, e);
+        }
+    }
+
+    /** {@code <source><dead-letter-suffix>}, the topic {@link KafkaDelivery#deadLetter} produces to by default. */
+    @Override
+    public String defaultDeadLetterDestination(String source) {
+        return source + settings.deadLetterSuffix();
+    }
+
+    /**
+     * The records between the reader's committed offsets (a partition without one: the earliest offset, where a
+     * new group starts) and the end offsets, summed over the topic's partitions; nothing for a topic that does not
+     * exist. Acknowledged records stay in the topic: only the reader's group moves past them.
+     */
+    @Override
+    public Optional<Backlog> backlog(SubscriptionRequest request) {
+        Objects.requireNonNull(request, "request");
+        ensureReachable();
+        String topic = request.source();
+        String group = settings.groupId(request.pipeline());
+        long wait = connectTimeout.toMillis();
+        try {
+            Admin a = admin();
+            TopicDescription description;
+            try {
+                description = a.describeTopics(List.of(topic)).allTopicNames().get(wait, TimeUnit.MILLISECONDS)
+                        .get(topic);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                    return Optional.of(new Backlog(0, true));
+                }
+                throw e;
+            }
+            Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (TopicPartitionInfo p : description.partitions()) {
+                TopicPartition tp = new TopicPartition(topic, p.partition());
+                earliest.put(tp, OffsetSpec.earliest());
+                latest.put(tp, OffsetSpec.latest());
+            }
+            Map<TopicPartition, ListOffsetsResultInfo> starts = a.listOffsets(earliest).all()
+                    .get(wait, TimeUnit.MILLISECONDS);
+            Map<TopicPartition, ListOffsetsResultInfo> ends = a.listOffsets(latest).all()
+                    .get(wait, TimeUnit.MILLISECONDS);
+            Map<TopicPartition, OffsetAndMetadata> committed = a.listConsumerGroupOffsets(group)
+                    .partitionsToOffsetAndMetadata().get(wait, TimeUnit.MILLISECONDS);
+            long messages = 0;
+            for (Map.Entry<TopicPartition, ListOffsetsResultInfo> end : ends.entrySet()) {
+                long start = starts.get(end.getKey()).offset();
+                OffsetAndMetadata c = committed.get(end.getKey());
+                if (c != null) {
+                    start = Math.max(start, c.offset());
+                }
+                messages += Math.max(0, end.getValue().offset() - start);
+            }
+            return Optional.of(new Backlog(messages, true));
+        } catch (ExecutionException | TimeoutException | KafkaException e) {
+            Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+            throw new BrokerException("Kafka at " + settings.common().get("bootstrap.servers")
+                    + " did not tell the offsets of topic '" + topic + "' and group '" + group + "' within "
+                    + ConfigKey.formatDuration(connectTimeout) + ": " + cause.getMessage(), true, cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BrokerException("Interrupted while reading the offsets of topic '" + topic + "'", true, e);
         }
     }
 

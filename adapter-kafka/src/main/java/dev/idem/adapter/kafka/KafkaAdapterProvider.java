@@ -31,6 +31,13 @@ import java.util.Objects;
  * finish; what is contiguous is committed, the rest is abandoned and its later settles are ignored (the new
  * owner receives those records again).
  *
+ * <p>With {@code group-instance-id}, each consumer is a static member of its group under that id ({@code <id>-2},
+ * {@code <id>-3}... for further live subscriptions of one pipeline in one adapter, which the runtime never makes).
+ * A restart within {@code session.timeout.ms} takes the member's partitions back without a rebalance; a stop does
+ * not leave the group, so its partitions are not revoked by a rebalance and the commit on close is what the
+ * restarted member resumes from. A member fenced out by another live consumer with its id stops consuming, logs
+ * why, and fails the health check.
+ *
  * <h2>Back-pressure</h2>
  * {@code max.poll.records} is the pipeline's {@code maxInFlight} (at most 2,000) unless the {@code client}
  * map sets it. The consumer thread decodes records and hands batches to the pipeline through a dispatcher
@@ -73,6 +80,23 @@ public final class KafkaAdapterProvider implements BrokerAdapterProvider {
             .validate(p -> p.chars().noneMatch(Character::isWhitespace), "not contain whitespace")
             .doc("Put before the pipeline's name to make its consumer group id, e.g. 'billing-' gives "
                     + "'billing-orders'; by default the group id is the pipeline's name.");
+
+    /**
+     * {@code broker.kafka.group-instance-id}: static membership. Kafka scopes an instance id to its group, and each
+     * pipeline has a group of its own, so one value serves every pipeline of a process.
+     */
+    public static final ConfigKey<String> GROUP_INSTANCE_ID = ConfigKey.string("group-instance-id")
+            .validate(id -> !id.isBlank(), "not be blank")
+            .validate(id -> id.length() <= 240 && id.matches("[a-zA-Z0-9._-]+") && !id.equals(".") && !id.equals(".."),
+                    "be at most 240 letters, digits, '.', '_' or '-'")
+            .doc("Makes each pipeline's consumer a static member of its consumer group (Kafka's group.instance.id): "
+                    + "a process that restarts within the session timeout takes its partitions back without a "
+                    + "rebalance of the other processes. Give each process its own id that survives restarts, e.g. "
+                    + "${HOSTNAME} where the environment sets it (a container; a StatefulSet's pod, whose name a "
+                    + "replacement keeps, unlike a Deployment's); one value serves every pipeline, each having a "
+                    + "group of its own. A static member does not leave its group on "
+                    + "stop: its partitions wait for it until client.session.timeout.ms has passed (45s by default; "
+                    + "30s to 45s suits restarts by a supervisor). Unset: each start and stop rebalances the group.");
 
     /** {@code broker.kafka.security.protocol}. */
     public static final ConfigKey<String> SECURITY_PROTOCOL = ConfigKey.oneOf("security.protocol",
@@ -162,13 +186,14 @@ public final class KafkaAdapterProvider implements BrokerAdapterProvider {
     public static final ConfigKey<Map<String, String>> CLIENT = ConfigKey.map("client")
             .doc("Native kafka-clients settings passed to the consumer and the producer (each gets the keys it "
                     + "knows), e.g. client.max.poll.records: 500. They override the adapter's defaults; "
-                    + "group.id, enable.auto.commit, transactional.id and (de)serializers are the adapter's own, "
-                    + "and a key no Kafka client knows is rejected.");
+                    + "group.id, group.instance.id, enable.auto.commit, transactional.id and (de)serializers are the "
+                    + "adapter's own, and a key no Kafka client knows is rejected.");
 
     private static final ConfigSpec SPEC = ConfigSpec.builder()
             .define(BOOTSTRAP_SERVERS)
             .define(CONNECT_TIMEOUT)
             .define(GROUP_ID_PREFIX)
+            .define(GROUP_INSTANCE_ID)
             .define(SECURITY_PROTOCOL)
             .define(SASL_MECHANISM)
             .define(SASL_USERNAME)

@@ -29,16 +29,18 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * @param path where the section lives in the user's file, for messages
  * @param common settings every client gets (servers, security)
  * @param client the user's native settings, applied last
+ * @param groupInstanceId {@code group-instance-id}, or {@code null} for dynamic membership
  */
 record KafkaSettings(String path, Map<String, Object> common, Map<String, String> client, String groupIdPrefix,
-        Duration commitInterval, Duration pollTimeout, Duration revokeTimeout, String deadLetterSuffix,
-        String acks, Duration deliveryTimeout) {
+        String groupInstanceId, Duration commitInterval, Duration pollTimeout, Duration revokeTimeout,
+        String deadLetterSuffix, String acks, Duration deliveryTimeout) {
 
     /** Native keys the adapter sets itself; a user value would break its guarantees. */
     private static final Set<String> OWNED = Set.of(ConsumerConfig.GROUP_ID_CONFIG,
-            ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
-            ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG,
-            ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+            ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+            ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+            ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG,
+            ProducerConfig.TRANSACTIONAL_ID_CONFIG);
 
     /** The largest poll when neither maxInFlight nor the user says less. */
     static final int MAX_POLL_RECORDS = 2000;
@@ -77,6 +79,8 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
                 problems.add(new ConfigProblem(where, where + " cannot be set: the adapter sets it itself"
                         + (key.equals(ConsumerConfig.GROUP_ID_CONFIG) ? " (the pipeline's name after "
                         + path + "." + GROUP_ID_PREFIX.name() + ")" : "")
+                        + (key.equals(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG) ? "; use " + path + "."
+                        + GROUP_INSTANCE_ID.name() + ", which gives each pipeline's consumer its own id" : "")
                         + (key.equals(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG) ? " (offsets are committed only"
                         + " after the pipeline acknowledged them)" : "")));
             } else if (!ConsumerConfig.configNames().contains(key) && !ProducerConfig.configNames().contains(key)
@@ -94,8 +98,9 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
             return null;
         }
         return new KafkaSettings(path, Map.copyOf(common), Map.copyOf(client), config.get(GROUP_ID_PREFIX),
-                config.get(COMMIT_INTERVAL), config.get(POLL_TIMEOUT), config.get(REVOKE_TIMEOUT),
-                config.get(DEAD_LETTER_SUFFIX), acks, config.get(PRODUCER_DELIVERY_TIMEOUT));
+                config.get(GROUP_INSTANCE_ID), config.get(COMMIT_INTERVAL), config.get(POLL_TIMEOUT),
+                config.get(REVOKE_TIMEOUT), config.get(DEAD_LETTER_SUFFIX), acks,
+                config.get(PRODUCER_DELIVERY_TIMEOUT));
     }
 
     private static void sasl(PluginConfig config, boolean enabled, Map<String, Object> common,
@@ -168,15 +173,32 @@ record KafkaSettings(String path, Map<String, Object> common, Map<String, String
         return s.replace("\\", "\\\\").replace("\"", "\\\"");
     }
 
-    /** The consumer of one pipeline; {@code max.poll.records} sized from {@code maxInFlight}. */
+    /** The consumer group of a pipeline. */
+    String groupId(String pipeline) {
+        return groupIdPrefix + pipeline;
+    }
+
+    /** The consumer of one pipeline, under {@link #groupInstanceId} if set. */
     Map<String, Object> consumer(String pipeline, int maxInFlight) {
+        return consumer(pipeline, maxInFlight, groupInstanceId);
+    }
+
+    /**
+     * The consumer of one pipeline; {@code max.poll.records} sized from {@code maxInFlight}.
+     *
+     * @param instanceId its {@code group.instance.id}, or {@code null} for a dynamic member
+     */
+    Map<String, Object> consumer(String pipeline, int maxInFlight, String instanceId) {
         Map<String, Object> p = new HashMap<>(common);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Math.min(maxInFlight, MAX_POLL_RECORDS));
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-" + pipeline);
         putKnown(p, ConsumerConfig.configNames());
-        p.put(ConsumerConfig.GROUP_ID_CONFIG, groupIdPrefix + pipeline);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, groupId(pipeline));
+        if (instanceId != null) {
+            p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instanceId);
+        }
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());

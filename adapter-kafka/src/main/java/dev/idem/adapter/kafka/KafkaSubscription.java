@@ -31,6 +31,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.FencedInstanceIdException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
@@ -58,6 +59,8 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
 
     private final KafkaSettings settings;
     private final SubscriptionRequest request;
+    /** This consumer's {@code group.instance.id}; {@code null} for a dynamic member. */
+    private final String groupInstanceId;
     private final String deadLetterTopic;
     private final DeliveryListener listener;
     private final KafkaAdapter adapter;
@@ -87,14 +90,21 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
     private static final long BACKLOG_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
     private long backlogReadAt = System.nanoTime() - BACKLOG_EVERY_NANOS;
     private volatile Map<String, Long> backlog = Map.of();
+    /** Set by the consumer thread once another consumer took this one's instance id. */
+    private boolean fenced;
 
     private record Pending(ConsumerRecord<byte[], byte[]> record, PartitionState partition, int epoch) {
     }
 
-    KafkaSubscription(KafkaSettings settings, SubscriptionRequest request, String deadLetterTopic,
-            DeliveryListener listener, KafkaAdapter adapter, Consumer<KafkaSubscription> onClosed) {
+    /**
+     * @param groupInstanceId the consumer's {@code group.instance.id}, or {@code null} for a dynamic member
+     */
+    KafkaSubscription(KafkaSettings settings, SubscriptionRequest request, String groupInstanceId,
+            String deadLetterTopic, DeliveryListener listener, KafkaAdapter adapter,
+            Consumer<KafkaSubscription> onClosed) {
         this.settings = settings;
         this.request = request;
+        this.groupInstanceId = groupInstanceId;
         this.deadLetterTopic = deadLetterTopic;
         this.listener = listener;
         this.adapter = adapter;
@@ -102,7 +112,7 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
         this.maxInFlight = request.maxInFlight();
         this.minBatch = Math.max(1, maxInFlight / 4);
         this.maxHeldPerPartition = Math.max(10_000, 10 * maxInFlight);
-        Map<String, Object> config = settings.consumer(request.pipeline(), request.maxInFlight());
+        Map<String, Object> config = settings.consumer(request.pipeline(), request.maxInFlight(), groupInstanceId);
         this.maxPollRecords = Integer.parseInt(String.valueOf(config.get(ConsumerConfig.MAX_POLL_RECORDS_CONFIG)));
         try {
             this.consumer = new KafkaConsumer<>(config);
@@ -126,6 +136,18 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
         }
         thread.start();
         dispatcher.start();
+        if (groupInstanceId != null) {
+            log.log(Level.INFO, "Pipeline ''{0}'' consumes ''{1}'' in group ''{2}'' as static member ''{3}''",
+                    request.pipeline(), request.source(), settings.groupId(request.pipeline()), groupInstanceId);
+        }
+    }
+
+    String pipeline() {
+        return request.pipeline();
+    }
+
+    String groupInstanceId() {
+        return groupInstanceId;
     }
 
     String deadLetterTopic() {
@@ -220,14 +242,18 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
                         log.log(Level.WARNING, "Kafka consumer of pipeline ''{0}'' was interrupted",
                                 request.pipeline());
                     }
+                } catch (FencedInstanceIdException e) {
+                    fencedOut(e);
                 } catch (KafkaException e) {
                     log.log(Level.WARNING, "Kafka consumer of pipeline '" + request.pipeline() + "' failed; retrying"
                             + " in 1s: " + e.getMessage(), e);
                     backOff(1000);
                 }
             }
-            drainSettles();
-            commitSync(partitions.keySet());
+            if (!fenced) {
+                drainSettles();
+                commitSync(partitions.keySet());
+            }
         } catch (RuntimeException | Error e) {
             log.log(Level.ERROR, "Kafka consumer of pipeline '" + request.pipeline() + "' stopped", e);
         } finally {
@@ -244,6 +270,24 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
             buffer.clear();
             onClosed.accept(this);
         }
+    }
+
+    /**
+     * Another live consumer joined the group under this consumer's instance id: Kafka fenced this one out for good,
+     * and its partitions belong to the other. It stops without committing (the commit would be refused), and the
+     * adapter's health check reports why.
+     */
+    private void fencedOut(FencedInstanceIdException e) {
+        fenced = true;
+        String why = "The Kafka consumer of pipeline '" + request.pipeline() + "' was fenced out of group '"
+                + settings.groupId(request.pipeline()) + "' by another consumer with group.instance.id '"
+                + groupInstanceId + "' and stopped consuming: give each process its own "
+                + settings.path() + "." + KafkaAdapterProvider.GROUP_INSTANCE_ID.name() + " (e.g. ${HOSTNAME})"
+                + " and restart this one";
+        log.log(Level.ERROR, why + " (" + e.getMessage() + ")");
+        adapter.fenced(request.pipeline(), why);
+        stopped = true;
+        closing = true;
     }
 
     private void loopOnce() {
@@ -486,8 +530,16 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
         for (TopicPartition tp : assigned) {
             partitions.computeIfAbsent(tp, PartitionState::new);
         }
+        // Once per join and per rebalance (the cooperative protocol calls this even when nothing is added): a
+        // rebalance shows in the log, and a static member restarted in time shows none but its own join.
+        log.log(Level.INFO, "Pipeline ''{0}'': group ''{1}'' assigned {2}, now owning {3}", request.pipeline(),
+                settings.groupId(request.pipeline()), sorted(assigned), sorted(partitions.keySet()));
         // The consumer resumes newly assigned partitions; our pause bookkeeping follows at the next loop.
         paused.removeAll(assigned);
+    }
+
+    private static List<String> sorted(Collection<TopicPartition> partitions) {
+        return partitions.stream().map(TopicPartition::toString).sorted().toList();
     }
 
     @Override
@@ -495,7 +547,15 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
         if (revoked.isEmpty()) {
             return;
         }
+        if (fenced) {
+            // Called by the close; the partitions are the other consumer's, and Kafka would refuse the commit.
+            forget(revoked);
+            return;
+        }
         if (!closing) {
+            // On close there is nothing to announce: the run loop committed already, and a static member keeps
+            // its partitions in the group (Kafka calls this on close all the same).
+            log.log(Level.INFO, "Pipeline ''{0}'' gives up {1} in a rebalance", request.pipeline(), sorted(revoked));
             awaitInFlight(revoked);
         }
         drainSettles();
@@ -506,6 +566,10 @@ final class KafkaSubscription implements Subscription, ConsumerRebalanceListener
     @Override
     public void onPartitionsLost(Collection<TopicPartition> lost) {
         // Another member may own them already: committing would overwrite its progress.
+        if (!lost.isEmpty() && !closing) {
+            log.log(Level.WARNING, "Pipeline ''{0}'' lost {1} (its membership expired); their new owner resumes"
+                    + " from the last commit", request.pipeline(), sorted(lost));
+        }
         forget(lost);
     }
 

@@ -3,6 +3,9 @@ package dev.idem.adapter.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.runtime.config.ConfigLoader;
+import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigProblem;
@@ -26,7 +29,8 @@ class KafkaAdapterProviderTest {
     void isFoundByServiceLoaderUnderIdKafka() {
         assertThat(ServiceLoader.load(BrokerAdapterProvider.class).stream().map(ServiceLoader.Provider::get)
                 .map(BrokerAdapterProvider::id)).contains("kafka");
-        assertThat(provider.configSpec().names()).contains("bootstrap-servers", "group-id-prefix", "client",
+        assertThat(provider.configSpec().names()).contains("bootstrap-servers", "group-id-prefix", "group-instance-id",
+                "client",
                 "commit-interval", "poll-timeout", "revoke-timeout", "dead-letter-suffix", "sasl.password",
                 "tls.truststore-location", "tls.keystore-password");
     }
@@ -68,6 +72,62 @@ class KafkaAdapterProviderTest {
         assertThat(provider.validate(bad)).extracting(ConfigProblem::path)
                 .containsExactlyInAnyOrder("broker.kafka.client.max.pol.records", "broker.kafka.security.protocol");
         assertThat(provider.validate(config().with("bootstrap-servers", List.of("127.0.0.1:1")))).isEmpty();
+    }
+
+    @Test
+    void groupInstanceIdMakesTheConsumerOfEachPipelineAStaticMember() {
+        KafkaSettings settings = KafkaSettings.from(config().with("group-instance-id", "idem-7f9c-x2b4d")
+                .with("group-id-prefix", "billing-"));
+
+        assertThat(settings.consumer("orders", 100)).containsEntry("group.id", "billing-orders")
+                .containsEntry("group.instance.id", "idem-7f9c-x2b4d");
+        assertThat(settings.consumer("refunds", 100)).as("one id serves every pipeline: each has its own group")
+                .containsEntry("group.id", "billing-refunds").containsEntry("group.instance.id", "idem-7f9c-x2b4d");
+        assertThat(settings.producer()).doesNotContainKey("group.instance.id");
+        assertThat(KafkaSettings.from(config()).consumer("orders", 100)).as("dynamic membership when unset")
+                .doesNotContainKey("group.instance.id");
+    }
+
+    @Test
+    void rejectsABlankOrMalformedGroupInstanceIdNamingTheKey() {
+        assertThatThrownBy(() -> config().with("group-instance-id", "  "))
+                .hasMessage("Invalid value '  ' for broker.kafka.group-instance-id: must not be blank");
+        assertThatThrownBy(() -> config().with("group-instance-id", ""))
+                .hasMessage("Invalid value '' for broker.kafka.group-instance-id: must not be blank");
+        assertThatThrownBy(() -> config().with("group-instance-id", "host 1"))
+                .hasMessageContaining("broker.kafka.group-instance-id")
+                .hasMessageContaining("letters, digits, '.', '_' or '-'");
+    }
+
+    @Test
+    void groupInstanceIdComesFromTheEnvironmentThroughTheConfigLoader() {
+        String yaml = """
+                broker: { type: kafka, kafka: { bootstrap-servers: [127.0.0.1:9092], group-instance-id: "%s" } }
+                store: { type: caffeine }
+                pipelines: { orders: { source: orders, handler: com.example.OrderHandler } }
+                """;
+        assertThat(instanceId(yaml.formatted("${HOSTNAME}"), Map.of("HOSTNAME", "idem-0"))).isEqualTo("idem-0");
+        assertThat(instanceId(yaml.formatted("${HOSTNAME:-}"), Map.of())).as("absent: dynamic membership").isNull();
+        assertThatThrownBy(() -> instanceId(yaml.formatted("${HOSTNAME}"), Map.of("HOSTNAME", " ")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("broker.kafka.group-instance-id").hasMessageContaining("must not be blank");
+        assertThatThrownBy(() -> instanceId(yaml.formatted("${HOSTNAME}"), Map.of()))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("HOSTNAME");
+    }
+
+    private String instanceId(String yaml, Map<String, String> env) {
+        IdemConfig config = ConfigLoader.parse(yaml, "idem.yaml", env, PluginRegistry.discover());
+        return KafkaSettings.from(config.broker().config()).groupInstanceId();
+    }
+
+    @Test
+    void theClientMapCannotSetGroupInstanceIdAndPointsToTheKey() {
+        TestPluginConfig bad = config().with("client", Map.of("group.instance.id", "host-1"));
+
+        assertThat(provider.validate(bad)).singleElement().satisfies(p -> {
+            assertThat(p.path()).isEqualTo("broker.kafka.client.group.instance.id");
+            assertThat(p.toString()).contains("use broker.kafka.group-instance-id");
+        });
     }
 
     @Test
