@@ -128,7 +128,7 @@ public final class Pipeline implements DeliveryListener {
                 : new Sequences(state, settle, extractors.aggregate(), extractors.number());
         RunStrategy strategy = transactionalStore != null
                 ? new TransactionalRun(state, settle, claims, claimed, sequences) : claimed;
-        this.runs = new Runs(state, settle, claims, strategy, transactionalStore == null ? sequences : null);
+        this.runs = new Runs(state, settle, claims, strategy, sequences, transactionalStore == null);
         this.intake = new Intake(state, new KeyResolver(extractors.id(), config.missingId()),
                 new OrderKeys(config.ordering(), extractors.ordering()), claims, settle, sequences);
         this.leaseKeeper = new LeaseKeeper(state);

@@ -22,17 +22,24 @@ final class Runs implements KeyScheduler.Runner {
     private final Settlement settle;
     private final Claims claims;
     private final RunStrategy strategy;
-    /** The sequence guard checked before a run, in plain mode; {@code null} otherwise. */
+    /**
+     * The sequence guard, or {@code null}: checked before every run in plain mode; in transactional mode the run's
+     * transaction checks it, and it is checked here only before a suspect's start is recorded, so that a suspect
+     * waiting for its gap does not count starts it never made.
+     */
     private final Sequences sequences;
+    private final boolean checkEveryRun;
     /** How many ready works share one transaction ({@code transactional.group}); 1 in plain mode. */
     private final int groupSize;
 
-    Runs(PipelineState state, Settlement settle, Claims claims, RunStrategy strategy, Sequences sequences) {
+    Runs(PipelineState state, Settlement settle, Claims claims, RunStrategy strategy, Sequences sequences,
+            boolean checkEveryRun) {
         this.s = state;
         this.settle = settle;
         this.claims = claims;
         this.strategy = strategy;
         this.sequences = sequences;
+        this.checkEveryRun = checkEveryRun;
         this.groupSize = strategy instanceof TransactionalRun ? state.config.transactionGroup() : 1;
     }
 
@@ -116,7 +123,7 @@ final class Runs implements KeyScheduler.Runner {
                 return step;
             }
         }
-        if (sequences != null && w.aggregate != null && w.claimed) {
+        if (sequences != null && w.aggregate != null && w.claimed && (checkEveryRun || (w.suspect && alone))) {
             Step step = sequences.check(w);
             if (step != null) {
                 return step;
