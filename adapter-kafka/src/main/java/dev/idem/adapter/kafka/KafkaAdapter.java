@@ -122,10 +122,17 @@ final class KafkaAdapter implements BrokerAdapter {
             synchronized (connecting) {
                 if (producer == null) {
                     ensureReachable();
+                    // Created on whichever thread sends first, often a pipeline worker whose context is the
+                    // handler's loader: the client's classes (serializers, SASL callbacks) come from ours.
+                    Thread thread = Thread.currentThread();
+                    ClassLoader previous = thread.getContextClassLoader();
+                    thread.setContextClassLoader(KafkaAdapter.class.getClassLoader());
                     try {
                         producer = new KafkaProducer<>(settings.producer());
                     } catch (KafkaException e) {
                         throw producerRejected(e);
+                    } finally {
+                        thread.setContextClassLoader(previous);
                     }
                 }
                 p = producer;
