@@ -253,8 +253,11 @@ class BrokerConnectionLossIT {
         }
     }
 
-    /** A persistent broker in this JVM on a fixed port; a restart on the same KahaDB data keeps the messages. */
-    private static final class ActiveMq implements AutoCloseable {
+    /**
+     * A persistent broker in this JVM on a fixed port; a restart on the same KahaDB data keeps the messages. Also used
+     * by {@code SequenceGuardIT}.
+     */
+    static final class ActiveMq implements AutoCloseable {
         private final File data;
         private final int port;
         private BrokerService broker;

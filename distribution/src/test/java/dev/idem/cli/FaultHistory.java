@@ -46,21 +46,28 @@ final class FaultHistory {
     private final Path runsDir;
     private final String jdbcUrl;
     private final String table;
+    private final String idColumn;
 
-    private FaultHistory(Path runsDir, String jdbcUrl, String table) {
+    private FaultHistory(Path runsDir, String jdbcUrl, String table, String idColumn) {
         this.runsDir = runsDir;
         this.jdbcUrl = jdbcUrl;
         this.table = table;
+        this.idColumn = idColumn;
     }
 
     /** Plain mode: each run is an effect. */
     static FaultHistory plain(Path runsDir) {
-        return new FaultHistory(runsDir, null, null);
+        return new FaultHistory(runsDir, null, null, null);
     }
 
     /** Transactional mode: each row of {@code table} (read through {@code jdbcUrl}, credentials included) is an effect. */
     static FaultHistory transactional(Path runsDir, String jdbcUrl, String table) {
-        return new FaultHistory(runsDir, jdbcUrl, table);
+        return transactional(runsDir, jdbcUrl, table, "message_id");
+    }
+
+    /** Transactional mode: each row of {@code table} is an effect on the ID in its column {@code idColumn}. */
+    static FaultHistory transactional(Path runsDir, String jdbcUrl, String table, String idColumn) {
+        return new FaultHistory(runsDir, jdbcUrl, table, idColumn);
     }
 
     boolean transactional() {
@@ -107,7 +114,7 @@ final class FaultHistory {
             return effects;
         }
         try (Connection c = DriverManager.getConnection(jdbcUrl); Statement s = c.createStatement();
-                ResultSet rs = s.executeQuery("SELECT message_id, COUNT(*) FROM " + table + " GROUP BY message_id")) {
+                ResultSet rs = s.executeQuery("SELECT " + idColumn + ", COUNT(*) FROM " + table + " GROUP BY " + idColumn)) {
             while (rs.next()) {
                 effects.put(rs.getString(1), rs.getInt(2));
             }

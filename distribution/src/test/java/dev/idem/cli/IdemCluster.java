@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -21,9 +22,9 @@ import org.awaitility.core.TerminalFailureException;
 
 /**
  * {@code bin/idem run} processes of one configuration, as the fault ITs run them: each node is its own installation
- * (its own {@code conf/}, HTTP port and logs) with {@link FaultHandler} in {@code handlers/}, and all write their runs
- * to one directory. The test kills and restarts nodes; a node that exits without being killed fails the wait that
- * notices it, with its log. Not thread-safe: one test thread drives it.
+ * (its own {@code conf/}, HTTP port and logs) with {@link FaultHandler} (or another test handler) in
+ * {@code handlers/}, and all write their runs to one directory. The test kills and restarts nodes; a node that exits
+ * without being killed fails the wait that notices it, with its log. Not thread-safe: one test thread drives it.
  */
 final class IdemCluster implements AutoCloseable {
 
@@ -53,7 +54,12 @@ final class IdemCluster implements AutoCloseable {
         }
 
         long processed() {
-            return current.outcomes(port).getOrDefault("processed", 0L);
+            return outcome("processed");
+        }
+
+        /** The current process's count of {@code outcome} ({@code idem_messages_total}); 0 while not serving. */
+        long outcome(String outcome) {
+            return current.outcomes(port).getOrDefault(outcome, 0L);
         }
 
         boolean serving() {
@@ -81,16 +87,31 @@ final class IdemCluster implements AutoCloseable {
      * @param env extra environment of every node ({@link FaultHandler}'s settings besides the runs directory)
      */
     IdemCluster(Path dir, int size, IntFunction<String> config, Map<String, String> env) {
+        this(dir, size, config, withRunsDir(dir, env), FaultHandler.class, "fault-handler.jar");
+    }
+
+    /**
+     * Nodes with {@code handler}'s package in {@code handlers/<jarName>} instead of {@link FaultHandler}'s.
+     *
+     * @param env the whole extra environment of every node (the handler's settings)
+     */
+    IdemCluster(Path dir, int size, IntFunction<String> config, Map<String, String> env, Class<?> handler,
+            String jarName) {
         runsDir = dir.resolve("runs");
         for (int n = 1; n <= size; n++) {
             Installation idem = Installation.in(dir.resolve("node-" + n));
             Node node = new Node(n, idem);
             idem.writeConfig(config.apply(node.port));
             idem.env.putAll(env);
-            idem.env.put(FaultHandler.RUNS_DIR_ENV, runsDir.toString());
-            HandlerJar.install(idem, FaultHandler.class, "fault-handler.jar");
+            HandlerJar.install(idem, handler, jarName);
             nodes.add(node);
         }
+    }
+
+    private static Map<String, String> withRunsDir(Path dir, Map<String, String> env) {
+        Map<String, String> all = new HashMap<>(env);
+        all.put(FaultHandler.RUNS_DIR_ENV, dir.resolve("runs").toString());
+        return all;
     }
 
     Node node(int number) {
@@ -105,6 +126,11 @@ final class IdemCluster implements AutoCloseable {
 
     long processed() {
         return nodes.stream().mapToLong(Node::processed).sum();
+    }
+
+    /** The current processes' counts of {@code outcome}, summed; a killed process's counts are gone. */
+    long outcome(String outcome) {
+        return nodes.stream().mapToLong(n -> n.outcome(outcome)).sum();
     }
 
     int kills() {
