@@ -6,7 +6,10 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.KeyFilter;
+import dev.idem.spi.KeyPage;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PurgeBatch;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreKey;
@@ -14,6 +17,7 @@ import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
 import dev.idem.spi.TransactionalDedupStore;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
@@ -159,6 +163,24 @@ class BoundDedupStore implements DedupStore, PluginContext.Bound {
         ClassLoader previous = PluginContext.enter(loader);
         try {
             return ((InspectableDedupStore) store).stats();
+        } finally {
+            PluginContext.leave(previous);
+        }
+    }
+
+    public KeyPage list(String namespace, KeyFilter filter, String cursor, int limit) {
+        ClassLoader previous = PluginContext.enter(loader);
+        try {
+            return ((InspectableDedupStore) store).list(namespace, filter, cursor, limit);
+        } finally {
+            PluginContext.leave(previous);
+        }
+    }
+
+    public PurgeBatch purge(String namespace, Instant expiringBefore, String cursor, int limit) {
+        ClassLoader previous = PluginContext.enter(loader);
+        try {
+            return ((InspectableDedupStore) store).purge(namespace, expiringBefore, cursor, limit);
         } finally {
             PluginContext.leave(previous);
         }

@@ -13,6 +13,10 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.KeyFilter;
+import dev.idem.spi.KeyPage;
+import dev.idem.spi.ListedKey;
+import dev.idem.spi.PurgeBatch;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreKey;
@@ -22,13 +26,16 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * A {@link DedupStore} in this process's memory, in two tiers. See {@link CaffeineDedupStoreProvider}
@@ -87,6 +94,16 @@ import java.util.function.LongSupplier;
  * change keys (a key completing meanwhile may be counted in both tiers or in neither), so it is exact only
  * for a quiet store.
  *
+ * <p>{@code list} pages through a namespace in the order of its IDs ({@link String#compareTo}); the cursor is
+ * the last ID listed, so each page is the {@code limit} smallest IDs after it, and a key present throughout a
+ * listing is listed exactly once whatever else changes. Each page visits every claim and every completed key
+ * (keeping the smallest {@code limit} in a tree), so a whole listing costs that once per page: use pages of a
+ * thousand or more on a large store. It reads the claim tier before the completed tier, so a key completing
+ * during the call (written to the completed tier before it leaves the claim tier) is seen in one or the other.
+ * {@code purge} visits the completed keys and deletes each that qualifies under its key's lock, as
+ * {@code delete} does, after checking it again there; it stops after {@code limit} keys and the next call starts
+ * over, which finds only what is left.
+ *
  * <p>As a {@link SequencedDedupStore}: the watermarks live in a cache of their own ({@link Watermarks}), never
  * evicted by the keys' size bound, each forgotten its retention after its last change. A completion with an
  * advance raises the watermark inside the compute that completes the key, before the completion is written, so
@@ -102,6 +119,9 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
 
     /** The fewest claims between two sweeps of the claim map; a power of two, as the trigger tests token bits. */
     static final int SWEEP_EVERY = 1024;
+
+    /** The cursor of a purge that stopped at its limit: the next call starts over, finding what is left. */
+    private static final String MORE_TO_PURGE = "caffeine:again";
 
     private static final Duplicate MATCHES = new Duplicate(true);
     private static final Duplicate DIFFERS = new Duplicate(false);
@@ -299,6 +319,97 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             }
         }
         return new StoreStats(claimed, done, false);
+    }
+
+    @Override
+    public KeyPage list(String namespace, KeyFilter filter, String cursor, int limit) {
+        Objects.requireNonNull(namespace, "namespace");
+        Objects.requireNonNull(filter, "filter");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        long now = ticker.getAsLong();
+        Instant wallNow = Instant.now();
+        TreeMap<String, ListedKey> page = new TreeMap<>();
+        boolean more = false;
+        // Claims first: a key completing meanwhile is written to the completed tier before it leaves this one.
+        for (Map.Entry<StoreKey, Claim> entry : claims.entrySet()) {
+            Claim claim = entry.getValue();
+            if (claim.leasedAt(now)) {
+                more |= offer(page, limit, entry.getKey(), namespace, filter, cursor, () -> new StoredKey(
+                        StoredKey.State.CLAIMED, claim.attempts, claim.fingerprint,
+                        wallNow.plusNanos(claim.leaseUntil - now)));
+            }
+        }
+        for (Map.Entry<StoreKey, Done> entry : completed.asMap().entrySet()) {
+            Done done = entry.getValue();
+            if (done.liveAt(now)) {
+                more |= offer(page, limit, entry.getKey(), namespace, filter, cursor, () -> new StoredKey(
+                        StoredKey.State.COMPLETED, done.attempts, done.fingerprint,
+                        wallNow.plusNanos(done.expiresAt - now)));
+            }
+        }
+        return new KeyPage(List.copyOf(page.values()), more ? page.lastKey() : null);
+    }
+
+    /**
+     * Keeps {@code key} in {@code page} if it belongs to the listing after {@code cursor} and is among its
+     * {@code limit} smallest IDs so far; answers whether a key of the listing was left out for the limit.
+     */
+    private static boolean offer(TreeMap<String, ListedKey> page, int limit, StoreKey key, String namespace,
+            KeyFilter filter, String cursor, Supplier<StoredKey> seen) {
+        String id = key.id();
+        if (!key.namespace().equals(namespace) || (cursor != null && id.compareTo(cursor) <= 0)
+                || !id.startsWith(filter.prefix())) {
+            return false;
+        }
+        StoredKey stored = seen.get();
+        if (filter.state() != null && filter.state() != stored.state()) {
+            return false;
+        }
+        // A key in both tiers (completing right now) keeps its first sighting.
+        if (page.containsKey(id)) {
+            return false;
+        }
+        if (page.size() < limit) {
+            page.put(id, new ListedKey(key, stored));
+            return false;
+        }
+        if (id.compareTo(page.lastKey()) < 0) {
+            page.pollLastEntry();
+            page.put(id, new ListedKey(key, stored));
+        }
+        return true;
+    }
+
+    @Override
+    public PurgeBatch purge(String namespace, Instant expiringBefore, String cursor, int limit) {
+        Objects.requireNonNull(namespace, "namespace");
+        Objects.requireNonNull(expiringBefore, "expiringBefore");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        Duration within = Duration.between(Instant.now(), expiringBefore);
+        if (within.isNegative() || within.isZero()) {
+            return new PurgeBatch(0, null);
+        }
+        long withinNanos = nanos(within);
+        long deleted = 0;
+        for (Map.Entry<StoreKey, Done> entry : completed.asMap().entrySet()) {
+            StoreKey key = entry.getKey();
+            if (key.namespace().equals(namespace) && qualifies(entry.getValue(), ticker.getAsLong(), withinNanos)) {
+                PurgeOne op = new PurgeOne(withinNanos);
+                claims.compute(key, op);
+                if (op.deleted && ++deleted == limit) {
+                    return new PurgeBatch(deleted, MORE_TO_PURGE);
+                }
+            }
+        }
+        return new PurgeBatch(deleted, null);
+    }
+
+    private static boolean qualifies(Done done, long now, long withinNanos) {
+        return done.liveAt(now) && done.expiresAt - now < withinNanos;
     }
 
     @Override
@@ -620,6 +731,28 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             Done done = completed.asMap().remove(key);
             wasLive = claim != null ? claim.leasedAt(now) : done != null && done.liveAt(now);
             return null;
+        }
+    }
+
+    /**
+     * Removes the key's completion under its lock if it still qualifies for a purge; a claim, which a key with a
+     * live completion cannot have, is left as it is.
+     */
+    private final class PurgeOne implements BiFunction<StoreKey, Claim, Claim> {
+        private final long withinNanos;
+        boolean deleted;
+
+        PurgeOne(long withinNanos) {
+            this.withinNanos = withinNanos;
+        }
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            Done done = completedPolicy.getIfPresentQuietly(key);
+            if (claim == null && done != null && qualifies(done, ticker.getAsLong(), withinNanos)) {
+                deleted = completed.asMap().remove(key, done);
+            }
+            return claim;
         }
     }
 

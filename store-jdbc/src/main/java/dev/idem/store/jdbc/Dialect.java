@@ -1,5 +1,6 @@
 package dev.idem.store.jdbc;
 
+import dev.idem.spi.StoredKey;
 import java.nio.ByteBuffer;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
@@ -424,6 +425,48 @@ abstract class Dialect {
 
     /** Deletes at most the given number of expired rows. Parameter: the batch size. */
     abstract String purge();
+
+    /**
+     * Reads a page of one namespace's live rows, in {@code id} order (the primary key's, bytes compared unsigned),
+     * after a keyset cursor: id, state, attempts, fingerprint, microseconds until the lease ends (NULL once
+     * completed) and until the row is forgotten. Parameters: namespace, the ID prefix ({@code id >= ?}); then the
+     * cursor ({@code id > ?}) if {@code after}; then the prefix's upper bound ({@code id < ?}) if {@code below};
+     * then the limit.
+     *
+     * @param state only rows in this state, or {@code null} for both
+     */
+    final String list(StoredKey.State state, boolean after, boolean below) {
+        String now = now();
+        String live = state == null ? live()
+                : state == StoredKey.State.CLAIMED
+                        ? "state = " + CLAIMED + " AND lease_until > " + now + " AND expires_at > " + now
+                        : "state = " + COMPLETED + " AND expires_at > " + now;
+        return "SELECT id, state, attempts, fingerprint, " + microsBetween(now, "lease_until") + ", "
+                + microsBetween(now, "expires_at") + " FROM " + table + " WHERE namespace = ? AND id >= ?"
+                + (after ? " AND id > ?" : "") + (below ? " AND id < ?" : "") + " AND " + live
+                + " ORDER BY id LIMIT ?";
+    }
+
+    /**
+     * Whether a row is a completed key of the namespace, remembered, and forgotten within the microseconds given.
+     * Parameters: namespace, microseconds.
+     */
+    final String completedWithin() {
+        return "namespace = ? AND state = " + COMPLETED + " AND expires_at > " + now() + " AND expires_at < "
+                + plusMicros(now(), "?");
+    }
+
+    /**
+     * Deletes at most {@code limit} completed rows of the namespace that are forgotten within {@code micros} from
+     * now ({@link #completedWithin()}), as one statement; answers how many. Here: {@link #purgeCompleted()} with
+     * the namespace, the microseconds and the limit.
+     */
+    int purgeCompleted(Handle handle, byte[] namespace, long micros, int limit) {
+        return handle.createUpdate(purgeCompleted()).bind(0, namespace).bind(1, micros).bind(2, limit).execute();
+    }
+
+    /** The statement of {@link #purgeCompleted(Handle, byte[], long, int)}: a bounded delete, as each database has one. */
+    abstract String purgeCompleted();
 
     // ------------------------------------------------------------------ failures
 

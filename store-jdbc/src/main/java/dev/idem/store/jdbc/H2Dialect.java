@@ -177,6 +177,11 @@ final class H2Dialect extends UpsertThenReadDialect {
     }
 
     @Override
+    String purgeCompleted() {
+        return "DELETE FROM " + table + " WHERE " + completedWithin() + " FETCH FIRST ? ROWS ONLY";
+    }
+
+    @Override
     boolean isConflict(SQLException e) {
         return super.isConflict(e) || e.getErrorCode() == 90131;
     }

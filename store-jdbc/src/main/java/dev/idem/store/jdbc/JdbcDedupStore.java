@@ -9,7 +9,11 @@ import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.KeyFilter;
+import dev.idem.spi.KeyPage;
+import dev.idem.spi.ListedKey;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PurgeBatch;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreException;
@@ -23,7 +27,9 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -33,6 +39,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.HandleCallback;
 import org.jdbi.v3.core.Jdbi;
+import org.jdbi.v3.core.statement.Query;
 
 /**
  * A {@link TransactionalDedupStore} on one SQL table, through Jdbi over a HikariCP pool. See
@@ -64,7 +71,15 @@ import org.jdbi.v3.core.Jdbi;
  * database's clock. {@code expiresAt} is the time left by that clock, to the microsecond, added to this
  * host's clock when the answer arrives. {@code stats} is one {@code COUNT(*) ... GROUP BY state} over the
  * live rows: exact and never truncated, but it reads the whole table (or its {@code expires_at} index), so
- * it takes about a second per few million rows.
+ * it takes about a second per few million rows. {@code list} is keyset pagination over the primary key:
+ * {@code WHERE namespace = ? AND id > <cursor> ... ORDER BY id LIMIT ?}, the cursor being the last ID's bytes in
+ * hex, and an ID prefix a range of the key ({@code id >= prefix AND id < prefix + 1}); so each page is one index
+ * range read whatever the table's size, and a key present throughout a listing is listed exactly once. {@code
+ * purge} is one bounded {@code DELETE} of the namespace's completed rows forgotten before the time, per dialect
+ * ({@code ORDER BY id LIMIT} on MariaDB and MySQL, {@code FETCH FIRST} on H2, a skip-locked keyed subquery on
+ * PostgreSQL, which has no {@code DELETE ... LIMIT}, and passes over a row another transaction holds), its
+ * condition tested on the row it deletes; it has more to do while a call deletes its whole limit. Both use the
+ * database's clock.
  */
 final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupStore, OutboxStore,
         SequencedDedupStore {
@@ -77,6 +92,9 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
 
     /** Runs of a statement that lost a deadlock or an insert race; nothing of a lost run remains. */
     private static final int MAX_CONFLICT_RUNS = 10;
+
+    /** The cursor of a purge that deleted its whole limit: there may be more. */
+    private static final String PURGE_AGAIN = "jdbc:again";
 
     private final HikariDataSource dataSource;
     private final Jdbi jdbi;
@@ -385,6 +403,95 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             }
         }
         return new StoreStats(claimed, completed, false);
+    }
+
+    @Override
+    public KeyPage list(String namespace, KeyFilter filter, String cursor, int limit) {
+        Objects.requireNonNull(filter, "filter");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        byte[] ns = ClaimRow.namespace(new StoreKey(namespace, ""));
+        byte[] prefix = ClaimRow.utf8(filter.prefix(), "prefix");
+        byte[] after = cursor == null ? null : idOfCursor(cursor);
+        byte[] below = upperBound(prefix);
+        String sql = dialect.list(filter.state(), after != null, below != null);
+        List<Listed> rows = call("listing keys", handle -> {
+            Query query = handle.createQuery(sql);
+            int position = 0;
+            query.bind(position++, ns).bind(position++, prefix);
+            if (after != null) {
+                query.bind(position++, after);
+            }
+            if (below != null) {
+                query.bind(position++, below);
+            }
+            return query.bind(position, limit)
+                    .map((rs, ctx) -> {
+                        byte[] id = rs.getBytes(1);
+                        boolean completed = rs.getInt(2) == Dialect.COMPLETED;
+                        byte[] fingerprint = rs.getBytes(4);
+                        long left = rs.getLong(completed ? 6 : 5);
+                        return new Listed(id, new ListedKey(new StoreKey(namespace, new String(id, StandardCharsets.UTF_8)),
+                                new StoredKey(completed ? StoredKey.State.COMPLETED : StoredKey.State.CLAIMED,
+                                        rs.getInt(3), fingerprint == null ? null
+                                                : new String(fingerprint, StandardCharsets.UTF_8),
+                                        Instant.now().plus(left, ChronoUnit.MICROS))));
+                    })
+                    .list();
+        });
+        List<ListedKey> keys = rows.stream().map(Listed::key).toList();
+        return new KeyPage(keys, rows.size() < limit ? null : HexFormat.of().formatHex(rows.get(rows.size() - 1).id()));
+    }
+
+    /** A listed row with its ID's bytes, which the next page's cursor is made of. */
+    private record Listed(byte[] id, ListedKey key) {
+    }
+
+    private static byte[] idOfCursor(String cursor) {
+        try {
+            return HexFormat.of().parseHex(cursor);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("Not a cursor of the JDBC store's listing: "
+                    + (cursor.length() <= 64 ? cursor : cursor.substring(0, 61) + "..."), e);
+        }
+    }
+
+    /**
+     * The smallest bytes above every ID starting with {@code prefix} (bytes compared unsigned, as the primary key
+     * orders them), or {@code null} when there is none (an empty prefix, or one of 0xFF bytes only).
+     */
+    static byte[] upperBound(byte[] prefix) {
+        int end = prefix.length;
+        while (end > 0 && prefix[end - 1] == (byte) 0xFF) {
+            end--;
+        }
+        if (end == 0) {
+            return null;
+        }
+        byte[] bound = Arrays.copyOf(prefix, end);
+        bound[end - 1]++;
+        return bound;
+    }
+
+    @Override
+    public PurgeBatch purge(String namespace, Instant expiringBefore, String cursor, int limit) {
+        Objects.requireNonNull(expiringBefore, "expiringBefore");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        if (cursor != null && !cursor.equals(PURGE_AGAIN)) {
+            throw new IllegalArgumentException("Not a cursor of the JDBC store's purge: " + cursor);
+        }
+        byte[] ns = ClaimRow.namespace(new StoreKey(namespace, ""));
+        Duration within = Duration.between(Instant.now(), expiringBefore);
+        if (within.isNegative() || within.isZero()) {
+            return new PurgeBatch(0, null);
+        }
+        long micros = ClaimRow.micros(within);
+        int deleted = call("purging completed keys", handle -> dialect.purgeCompleted(handle, ns, micros, limit));
+        // Each call deletes from what is left, so there is no position to keep: only whether to call again.
+        return new PurgeBatch(deleted, deleted < limit ? null : PURGE_AGAIN);
     }
 
     // ------------------------------------------------------------------ transactional mode

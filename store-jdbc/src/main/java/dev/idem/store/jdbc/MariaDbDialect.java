@@ -156,6 +156,12 @@ final class MariaDbDialect extends UpsertThenReadDialect {
         return "DELETE FROM " + table + " WHERE expires_at < " + now() + " ORDER BY expires_at LIMIT ?";
     }
 
+    /** A single-table {@code DELETE} takes {@code ORDER BY} and {@code LIMIT}; the order keeps it deterministic for replication. */
+    @Override
+    String purgeCompleted() {
+        return "DELETE FROM " + table + " WHERE " + completedWithin() + " ORDER BY id LIMIT ?";
+    }
+
     @Override
     boolean isConflict(SQLException e) {
         return super.isConflict(e) || e.getErrorCode() == 1213 || e.getErrorCode() == 1062;

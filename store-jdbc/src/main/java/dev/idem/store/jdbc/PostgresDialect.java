@@ -261,4 +261,26 @@ final class PostgresDialect extends Dialect {
                 + " WHERE expires_at < now() ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)"
                 + " AND expires_at < now()";
     }
+
+    /**
+     * PostgreSQL's {@code DELETE} has no {@code LIMIT}: it deletes by primary key the IDs of a bounded, skip-locked
+     * selection, and tests each row's latest version again, so a row a claim changed meanwhile is kept. The
+     * selection is an {@code ARRAY(SELECT ...)}, which PostgreSQL runs once, as an init plan: an
+     * {@code IN (SELECT ... LIMIT ...)} may be run again for each row of a join and delete more than the limit. A
+     * row another transaction holds is skipped, not waited for. Parameters: namespace, namespace, microseconds,
+     * limit, microseconds.
+     */
+    @Override
+    String purgeCompleted() {
+        return "DELETE FROM " + table + " WHERE namespace = ? AND id = ANY(ARRAY(SELECT id FROM " + table + " WHERE "
+                + completedWithin() + " ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)) AND state = " + COMPLETED
+                + " AND expires_at > now() AND expires_at < " + plusMicros("now()", "?");
+    }
+
+    @Override
+    int purgeCompleted(Handle handle, byte[] namespace, long micros, int limit) {
+        return handle.createUpdate(purgeCompleted())
+                .bind(0, namespace).bind(1, namespace).bind(2, micros).bind(3, limit).bind(4, micros)
+                .execute();
+    }
 }

@@ -9,6 +9,8 @@ import dev.idem.spi.ClaimResult.Acquired;
 import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.KeyFilter;
+import dev.idem.spi.KeyPage;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
@@ -17,6 +19,7 @@ import dev.idem.testkit.ManualTicker;
 import dev.idem.testkit.TestPluginConfig;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -182,6 +185,37 @@ abstract class AbstractJdbcDedupStoreTest extends InspectableDedupStoreContract 
         assertThat(acquired).hasSize(keys.size());
         acquired.forEach((key, owners) -> assertThat(owners).as("owners of %s", key.id())
                 .singleElement().satisfies(a -> assertThat(a.attempt()).isEqualTo(2)));
+    }
+
+    // ---------------------------------------------------------------- listing and purge
+
+    @Test
+    void listingPagesEndAtTheLastIdAndACursorThisStoreDidNotMakeIsRefused() {
+        for (String id : List.of("b", "a", "c\u00e9", "c")) {
+            ClaimResult claimed = store().claim(List.of(new ClaimRequest(key(id), null, LEASE, CLAIM_RETENTION))).get(0);
+            assertThat(claimed).isInstanceOf(Acquired.class);
+        }
+
+        KeyPage first = inspectable().list(namespace(), KeyFilter.ALL, null, 2);
+        KeyPage second = inspectable().list(namespace(), KeyFilter.ALL, first.cursor(), 2);
+
+        assertThat(first.keys()).extracting(k -> k.key().id()).as("in the order of the IDs' bytes").containsExactly("a", "b");
+        assertThat(first.cursor()).as("the last ID's bytes in hex").isEqualTo("62");
+        assertThat(second.keys()).extracting(k -> k.key().id()).containsExactly("c", "c\u00e9");
+        assertThatThrownBy(() -> inspectable().list(namespace(), KeyFilter.ALL, "not hex", 2))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Not a cursor");
+        assertThatThrownBy(() -> inspectable().purge(namespace(), Instant.now().plus(RETENTION), "62", 2))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Not a cursor");
+    }
+
+    @Test
+    void anIdPrefixIsARangeOfThePrimaryKeyUpToItsNextBytes() {
+        assertThat(JdbcDedupStore.upperBound("ab".getBytes(StandardCharsets.UTF_8)))
+                .isEqualTo("ac".getBytes(StandardCharsets.UTF_8));
+        assertThat(JdbcDedupStore.upperBound(new byte[] {'a', (byte) 0xC3, (byte) 0xFF, (byte) 0xFF}))
+                .isEqualTo(new byte[] {'a', (byte) 0xC4});
+        assertThat(JdbcDedupStore.upperBound(new byte[] {(byte) 0xFF})).as("no bytes above").isNull();
+        assertThat(JdbcDedupStore.upperBound(new byte[0])).as("every ID").isNull();
     }
 
     // ---------------------------------------------------------------- schema

@@ -89,6 +89,11 @@ final class Failures {
                 false);
     }
 
+    /** {@code operation} cannot go on, for a reason of the store's own: {@code why}. */
+    StoreException failed(String operation, String why, boolean retriable) {
+        return new StoreException("Redis at " + endpoint + " failed " + operation + ": " + why, retriable);
+    }
+
     /** A key under the prefix holds a value that no script of this store wrote. */
     StoreException notARecord(String operation) {
         return new StoreException("Redis at " + endpoint + " refused " + operation + ": a key under the prefix holds "
@@ -115,7 +120,7 @@ final class Failures {
                     + ".key-prefix: give Idem a prefix of its own.";
             case "NOAUTH", "WRONGPASS" -> hint = "Check " + configPath + ".username and " + configPath + ".password.";
             case "NOPERM" -> hint = "Grant the Redis user the commands EVALSHA, EVAL, SCRIPT, GET, SET, DEL, PTTL, TIME, PING"
-                    + " (and SCAN for store statistics)"
+                    + " (and SCAN for store statistics, listing and purging)"
                     + " on keys under " + configPath + ".key-prefix.";
             default -> hint = retriable ? "Retrying is safe." : "";
         }

@@ -14,11 +14,14 @@ import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode.NodeFlag;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -114,6 +117,32 @@ final class RedisConnection implements AutoCloseable {
     /** Whether keys of one call must share a hash slot. */
     boolean cluster() {
         return cluster;
+    }
+
+    /**
+     * The node IDs of the cluster's masters as the client last saw the topology, sorted; for {@code SCAN}, which
+     * each node answers for its own keys alone. Empty for a standalone or Sentinel connection.
+     */
+    List<String> masters() {
+        if (!cluster) {
+            return List.of();
+        }
+        return ((StatefulRedisClusterConnection<byte[], byte[]>) connection).getPartitions().stream()
+                .filter(node -> node.is(NodeFlag.UPSTREAM) && !node.is(NodeFlag.FAIL))
+                .map(RedisClusterNode::getNodeId)
+                .sorted()
+                .toList();
+    }
+
+    /**
+     * The commands of one node of the cluster, on the connection the cluster connection keeps to it (closed with
+     * it); the commands of the whole connection for a standalone or Sentinel connection ({@code nodeId} null).
+     */
+    RedisClusterAsyncCommands<byte[], byte[]> node(String nodeId) {
+        if (nodeId == null) {
+            return commands;
+        }
+        return ((StatefulRedisClusterConnection<byte[], byte[]>) connection).getConnection(nodeId).async();
     }
 
     @Override

@@ -9,6 +9,9 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.KeyFilter;
+import dev.idem.spi.KeyPage;
+import dev.idem.spi.PurgeBatch;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreException;
@@ -73,7 +76,8 @@ import java.util.concurrent.TimeoutException;
  * and classifies it by one reading of the server's clock ({@code TIME}; of one node in Cluster mode, so
  * a lease ending within the nodes' clock skew may be counted either way). Keys change while it runs, so
  * the counts are a close estimate, not a snapshot. It stops after {@value #STATS_MAX_KEYS} matching keys
- * or {@link #STATS_BUDGET}, and then says it was truncated.
+ * or {@link #STATS_BUDGET}, and then says it was truncated. {@code list} and {@code purge} {@code SCAN} one
+ * namespace's keys and read them with a script; see {@link RedisListing}, also for how exact a listing is.
  *
  * <p>As a {@link SequencedDedupStore}: each aggregate's watermark is a key of its own under the prefix
  * ({@code <prefix>seq:<namespace length>:<namespace>:<aggregate>}), raised in the completion's own script; see
@@ -97,7 +101,8 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     private static final LuaScript DELETE = LuaScript.named("delete");
     private static final LuaScript START = LuaScript.named("start");
     private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, COMPLETE_ALL, RELEASE, RENEW, START,
-            INSPECT, DELETE, RedisWatermarks.COMPLETE_ADVANCE, RedisWatermarks.RAISE);
+            INSPECT, DELETE, RedisWatermarks.COMPLETE_ADVANCE, RedisWatermarks.RAISE, RedisListing.LIST,
+            RedisListing.PURGE);
 
     /** How many keys one {@code SCAN} call of {@link #stats()} asks for. */
     static final int STATS_PAGE = 1000;
@@ -120,6 +125,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     private final Failures failures;
     private final long waitNanos;
     private final RedisWatermarks watermarks;
+    private final RedisListing listing;
 
     RedisDedupStore(RedisConnection connection, String keyPrefix, Failures failures, Duration commandTimeout) {
         this.connection = connection;
@@ -130,6 +136,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         // Lettuce fails a command itself after the command timeout; a NOSCRIPT fallback sends a second one.
         this.waitNanos = commandTimeout.multipliedBy(2).toNanos();
         this.watermarks = new RedisWatermarks(this, connection, keys, failures, waitNanos);
+        this.listing = new RedisListing(this, connection, keys, failures, waitNanos);
     }
 
     /**
@@ -288,6 +295,16 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     @Override
     public StoreStats stats() {
         return stats(STATS_PAGE, STATS_MAX_KEYS, STATS_BUDGET);
+    }
+
+    @Override
+    public KeyPage list(String namespace, KeyFilter filter, String cursor, int limit) {
+        return listing.list(namespace, filter, cursor, limit);
+    }
+
+    @Override
+    public PurgeBatch purge(String namespace, Instant expiringBefore, String cursor, int limit) {
+        return listing.purge(namespace, expiringBefore, cursor, limit);
     }
 
     /** {@link #stats()} with its bounds given; for tests. */

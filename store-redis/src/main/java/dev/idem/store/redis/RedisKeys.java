@@ -43,6 +43,86 @@ final class RedisKeys {
         return encode(WATERMARK, aggregate);
     }
 
+    /**
+     * The bytes every message key of {@code namespace} starts with: the prefix, the namespace's length and the
+     * namespace, each followed by its colon. The message's ID follows them.
+     */
+    byte[] namespacePrefix(String namespace) {
+        return encode(MESSAGE, new StoreKey(namespace, ""));
+    }
+
+    /**
+     * A {@code SCAN MATCH} pattern for every key that starts with {@code literal}: each glob character of it
+     * ({@code * ? [ ] \}) escaped with a backslash, then {@code *}. Bytes of a multi-byte UTF-8 character are all
+     * above 0x7F, so escaping bytewise never splits one.
+     */
+    static byte[] startingWith(byte[] literal) {
+        byte[] out = new byte[literal.length * 2 + 1];
+        int at = 0;
+        for (byte b : literal) {
+            if (b == '*' || b == '?' || b == '[' || b == ']' || b == '\\') {
+                out[at++] = '\\';
+            }
+            out[at++] = b;
+        }
+        out[at++] = '*';
+        return Arrays.copyOf(out, at);
+    }
+
+    /**
+     * The text of {@code bytes[from..]}, as {@link #utf8} wrote it: UTF-8, where a lone surrogate has a three-byte
+     * sequence of its own (which the JDK's decoder would replace). A byte that starts no valid sequence is read as
+     * U+FFFD; the store never writes one.
+     */
+    static String text(byte[] bytes, int from) {
+        StringBuilder out = new StringBuilder(bytes.length - from);
+        int i = from;
+        while (i < bytes.length) {
+            int b = bytes[i] & 0xFF;
+            if (b < 0x80) {
+                out.append((char) b);
+                i++;
+            } else if (b >= 0xC2 && b < 0xE0 && continuation(bytes, i + 1, 1)) {
+                out.append((char) ((b & 0x1F) << 6 | bytes[i + 1] & 0x3F));
+                i += 2;
+            } else if (b >= 0xE0 && b < 0xF0 && continuation(bytes, i + 1, 2)) {
+                int c = (b & 0x0F) << 12 | (bytes[i + 1] & 0x3F) << 6 | bytes[i + 2] & 0x3F;
+                if (c < 0x800) {
+                    out.append('\uFFFD');
+                    i++;
+                    continue;
+                }
+                out.append((char) c);
+                i += 3;
+            } else if (b >= 0xF0 && b < 0xF5 && continuation(bytes, i + 1, 3)) {
+                int c = (b & 0x07) << 18 | (bytes[i + 1] & 0x3F) << 12 | (bytes[i + 2] & 0x3F) << 6 | bytes[i + 3] & 0x3F;
+                if (c < 0x10000 || c > Character.MAX_CODE_POINT) {
+                    out.append('\uFFFD');
+                    i++;
+                    continue;
+                }
+                out.appendCodePoint(c);
+                i += 4;
+            } else {
+                out.append('\uFFFD');
+                i++;
+            }
+        }
+        return out.toString();
+    }
+
+    private static boolean continuation(byte[] bytes, int from, int count) {
+        if (from + count > bytes.length) {
+            return false;
+        }
+        for (int i = from; i < from + count; i++) {
+            if ((bytes[i] & 0xC0) != 0x80) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Whether {@code key}, one under this prefix, is a watermark's rather than a message key's. */
     boolean isWatermark(byte[] key) {
         return key.length >= prefix.length + WATERMARK.length

@@ -11,6 +11,10 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.KeyFilter;
+import dev.idem.spi.KeyPage;
+import dev.idem.spi.PurgeBatch;
+import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
@@ -22,6 +26,8 @@ import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SetArgs;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
@@ -336,6 +342,55 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
     }
 
     @Test
+    void valueWrittenUnderThePrefixByAnotherApplicationFailsAListingAndIsNeverPurged() {
+        StoreKey foreign = key("foreign");
+        byte[] foreignKey = new RedisKeys(prefix).encode(foreign);
+        keyspace.redis().set(foreignKey, ascii("not ours"));
+        keyspace.redis().hset(new RedisKeys(prefix).encode(key("foreign-hash")), ascii("f"), ascii("v"));
+        StoreKey ours = key("order-1");
+        Acquired owner = claim(ours, null);
+        assertThat(store().complete(ours, owner.token(), RETENTION)).isTrue();
+
+        assertThatThrownBy(() -> inspectable().list(namespace(), KeyFilter.ALL, null, 10))
+                .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.retriable()).isFalse())
+                .hasMessageContaining("is not an Idem record")
+                .hasMessageContaining("give Idem a prefix of its own");
+        assertThat(inspectable().purge(namespace(), Instant.now().plus(RETENTION.multipliedBy(2)), null, 10))
+                .isEqualTo(new PurgeBatch(1, null));
+        assertThat(get(prefix + namespace().length() + ":" + namespace() + ":foreign")).isEqualTo("not ours");
+        assertThat(keyspace.redis().hget(new RedisKeys(prefix).encode(key("foreign-hash")), ascii("f")))
+                .isEqualTo(ascii("v"));
+        assertThat(inspectable().inspect(ours)).isEmpty();
+    }
+
+    @Test
+    void listingLeavesOutWatermarksAndKeysOfOtherPrefixes() {
+        StoreKey key = key("order-1");
+        Acquired owner = claim(key, null);
+        assertThat(((RedisDedupStore) inspectable()).completeAndAdvance(key, owner.token(), RETENTION,
+                new SequenceAdvance(key("account-7"), 1, RETENTION))).isTrue();
+        try (InspectableDedupStore other = (InspectableDedupStore) PROVIDER.create(config(url, prefix + "x:"),
+                new StoreContext(new ManualTicker()))) {
+            ClaimResult elsewhere = other.claim(List.of(new ClaimRequest(key("order-2"), null, LEASE,
+                    CLAIM_RETENTION))).get(0);
+            assertThat(elsewhere).isInstanceOf(Acquired.class);
+
+            assertThat(ids(inspectable())).containsExactly("order-1");
+            assertThat(ids(other)).containsExactly("order-2");
+        }
+    }
+
+    @Test
+    void aCursorThisStoreDidNotMakeIsRefused() {
+        for (String cursor : List.of("", "x", "12,%%%", "abc/", "/12", "12/34/56")) {
+            assertThatThrownBy(() -> inspectable().list(namespace(), KeyFilter.ALL, cursor, 10)).as(cursor)
+                    .isInstanceOf(IllegalArgumentException.class);
+        }
+        assertThatThrownBy(() -> inspectable().purge(namespace(), Instant.now().plus(RETENTION), "0,YQ", 10))
+                .as("a listing's cursor carrying IDs").isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
     void healthCheckPassesAndToStringNamesTheServerAndPrefix() {
         store().checkHealth();
 
@@ -350,6 +405,18 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
         ClaimResult result = store().claim(List.of(new ClaimRequest(key, fingerprint, LEASE, CLAIM_RETENTION))).get(0);
         assertThat(result).isInstanceOf(Acquired.class);
         return (Acquired) result;
+    }
+
+    /** The IDs of every page of a listing of this test's namespace. */
+    private List<String> ids(InspectableDedupStore store) {
+        List<String> ids = new ArrayList<>();
+        String cursor = null;
+        do {
+            KeyPage page = store.list(namespace(), KeyFilter.ALL, cursor, 10);
+            page.keys().forEach(k -> ids.add(k.key().id()));
+            cursor = page.cursor();
+        } while (cursor != null);
+        return ids;
     }
 
     private static String get(String key) {

@@ -114,6 +114,39 @@ class RedisKeysTest {
         }
     }
 
+    @Test
+    void idIsReadBackFromTheKeyExactlyLoneSurrogatesIncluded() {
+        for (String id : List.of("order-42", "", "caf\u00e9", "\u6f22\u5b57", "\uD83D\uDE00 party", "nul\0here",
+                "\uFFFF", "a\uD800", "\uDC00a", "\uDBFF\uDFFF", "a:b::c:")) {
+            byte[] key = keys.encode(new StoreKey("payments", id));
+
+            assertThat(RedisKeys.text(key, keys.namespacePrefix("payments").length)).as(id).isEqualTo(id);
+        }
+    }
+
+    @Test
+    void bytesThatStartNoUtf8SequenceAreReadAsReplacementCharacters() {
+        byte[] broken = {'a', (byte) 0xFF, (byte) 0xC3, 'b', (byte) 0xE2, (byte) 0x82, (byte) 0xC0, (byte) 0x80};
+
+        assertThat(RedisKeys.text(broken, 0)).isEqualTo("a\uFFFD\uFFFDb\uFFFD\uFFFD\uFFFD\uFFFD");
+    }
+
+    @Test
+    void namespacePrefixIsWhatEveryMessageKeyOfTheNamespaceStartsWith() {
+        assertThat(text(keys.namespacePrefix("payments"))).isEqualTo("idem:8:payments:");
+        assertThat(text(keys.encode(new StoreKey("payments", "x")))).startsWith(text(keys.namespacePrefix("payments")));
+        assertThat(text(keys.encode(new StoreKey("payments:x", "y")))).doesNotStartWith(
+                text(keys.namespacePrefix("payments")));
+    }
+
+    @Test
+    void scanPatternEscapesEveryGlobCharacterAndEndsWithAStar() {
+        assertThat(text(RedisKeys.startingWith(RedisKeys.utf8("idem:2:ns:*?[a-z]\\x")))).isEqualTo(
+                "idem:2:ns:\\*\\?\\[a-z\\]\\\\x*");
+        assertThat(text(RedisKeys.startingWith(RedisKeys.utf8("caf\u00e9")))).isEqualTo("caf\u00e9*");
+        assertThat(text(RedisKeys.startingWith(new byte[0]))).isEqualTo("*");
+    }
+
     private static String text(byte[] bytes) {
         return new String(bytes, StandardCharsets.UTF_8);
     }

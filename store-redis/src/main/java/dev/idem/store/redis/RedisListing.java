@@ -1,0 +1,389 @@
+package dev.idem.store.redis;
+
+import dev.idem.spi.KeyFilter;
+import dev.idem.spi.KeyPage;
+import dev.idem.spi.ListedKey;
+import dev.idem.spi.PurgeBatch;
+import dev.idem.spi.StoreException;
+import dev.idem.spi.StoreKey;
+import dev.idem.spi.StoredKey;
+import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.ScriptOutputType;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.regex.Pattern;
+
+/**
+ * {@code list} and {@code purge} of a {@link RedisDedupStore}: {@code SCAN}s of one namespace's keys.
+ *
+ * <p><b>Scanning.</b> A namespace's message keys all start with the same bytes ({@link RedisKeys#namespacePrefix}:
+ * the prefix, the namespace's length, the namespace), so {@code SCAN MATCH} with those bytes (and a listing's ID
+ * prefix) escaped and {@code *} after them finds exactly its keys on the server: a watermark key ({@code seq:}
+ * after the prefix) or another namespace's never matches. {@code SCAN} walks the whole database, though, matching
+ * or not, so a call's cost follows the database's size, not the namespace's. In Cluster mode each master is
+ * scanned in turn, by node ID. The keys a {@code SCAN} returns are read by {@code list.lua} (one call per batch,
+ * or per hash slot in Cluster mode, all sent at once) on one reading of the server's clock, as {@code inspect.lua}
+ * reads one key.
+ *
+ * <p><b>The cursor</b> is the {@code SCAN} cursor (with the master's node ID in Cluster mode) and, when a batch
+ * held more keys than the page had room for, the IDs of those left over, listed first by the next call. So
+ * every key is listed from the batch that found it, and {@code SCAN}'s guarantee carries over: a key present
+ * from the first call to the last is listed, and exactly once unless Redis shrank its hash table during the
+ * listing (after many keys were removed), when {@code SCAN} may return a key a second time. Each call stops
+ * when its page is full, after {@link #CALL_BUDGET}, or at the end. The count asked of each {@code SCAN}
+ * follows how many keys the last one matched, so a sparse namespace in a large database takes few round trips
+ * and a dense one leaves few IDs over for the cursor to carry.
+ *
+ * <p><b>Purge</b> scans the same way, {@value #PURGE_SCAN} keys a round, reads them with {@code list.lua} and
+ * sends those completed within the time to {@code purge.lua}, which checks each again and deletes it in one
+ * atomic step (per hash slot in Cluster mode). When more qualify than the call's limit allows, its cursor stays
+ * before that batch, and the next call scans the batch again. A value that is not an Idem record is never
+ * deleted, and fails a listing, as it fails {@code stats}.
+ *
+ * <p>In Cluster mode a change of masters during a listing or a purge (a failover, a node added) fails the call
+ * that meets it; starting again is safe.
+ *
+ * <p>Thread-safe: it holds nothing but the store's connection.
+ */
+final class RedisListing {
+
+    static final LuaScript LIST = LuaScript.named("list");
+    static final LuaScript PURGE = LuaScript.named("purge");
+
+    /** How long one call scans before it answers with what it has. */
+    static final Duration CALL_BUDGET = Duration.ofSeconds(2);
+    /** The count a listing's first {@code SCAN} asks for at least, and its further ones at most. */
+    static final int LIST_SCAN_MIN = 100;
+    static final int LIST_SCAN_MAX = 10_000;
+    /** The count each {@code SCAN} of a purge asks for. */
+    static final int PURGE_SCAN = 1000;
+
+    private static final long NOT_A_RECORD = -1;
+    private static final long CLAIMED = 1;
+    private static final long COMPLETED = 2;
+
+    private final RedisDedupStore store;
+    private final RedisConnection connection;
+    private final RedisKeys keys;
+    private final Failures failures;
+    private final long waitNanos;
+
+    RedisListing(RedisDedupStore store, RedisConnection connection, RedisKeys keys, Failures failures, long waitNanos) {
+        this.store = store;
+        this.connection = connection;
+        this.keys = keys;
+        this.failures = failures;
+        this.waitNanos = waitNanos;
+    }
+
+    KeyPage list(String namespace, KeyFilter filter, String cursor, int limit) {
+        Objects.requireNonNull(namespace, "namespace");
+        Objects.requireNonNull(filter, "filter");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        String operation = "listing keys of namespace '" + abbreviate(namespace) + "' (SCAN)";
+        byte[] namespacePrefix = keys.namespacePrefix(namespace);
+        Position at = cursor == null ? start(operation) : Position.parse(cursor);
+        List<ListedKey> page = new ArrayList<>();
+        if (!at.leftOver().isEmpty()) {
+            List<byte[]> leftOver = at.leftOver();
+            int take = Math.min(limit, leftOver.size());
+            List<byte[]> redisKeys = new ArrayList<>(take);
+            for (byte[] id : leftOver.subList(0, take)) {
+                redisKeys.add(concat(namespacePrefix, id));
+            }
+            page.addAll(read(namespace, namespacePrefix, filter, redisKeys, true, operation));
+            at = at.carrying(leftOver.subList(take, leftOver.size()));
+            if (!at.leftOver().isEmpty()) {
+                return new KeyPage(page, at.encode());
+            }
+        }
+        byte[] pattern = RedisKeys.startingWith(concat(namespacePrefix, RedisKeys.utf8(filter.prefix())));
+        long deadline = System.nanoTime() + CALL_BUDGET.toNanos();
+        int count = Math.max(LIST_SCAN_MIN, Math.min(limit, LIST_SCAN_MAX));
+        while (page.size() < limit && !at.done() && System.nanoTime() - deadline < 0) {
+            KeyScanCursor<byte[]> batch = scan(at, pattern, count, operation);
+            Position next = after(at, batch, operation);
+            List<byte[]> found = batch.getKeys();
+            List<ListedKey> listed = read(namespace, namespacePrefix, filter, found, true, operation);
+            int room = limit - page.size();
+            if (listed.size() > room) {
+                page.addAll(listed.subList(0, room));
+                List<byte[]> rest = new ArrayList<>();
+                for (ListedKey k : listed.subList(room, listed.size())) {
+                    rest.add(RedisKeys.utf8(k.key().id()));
+                }
+                return new KeyPage(page, next.carrying(rest).encode());
+            }
+            page.addAll(listed);
+            at = next;
+            // The next count aims at the room left, at the density the last batch showed.
+            int left = limit - page.size();
+            count = found.isEmpty() ? Math.min(count * 4, LIST_SCAN_MAX)
+                    : (int) Math.max(LIST_SCAN_MIN, Math.min(LIST_SCAN_MAX, (long) left * count / found.size()));
+        }
+        return new KeyPage(page, at.done() ? null : at.encode());
+    }
+
+    PurgeBatch purge(String namespace, Instant expiringBefore, String cursor, int limit) {
+        Objects.requireNonNull(namespace, "namespace");
+        Objects.requireNonNull(expiringBefore, "expiringBefore");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        if (!expiringBefore.isAfter(Instant.now())) {
+            return new PurgeBatch(0, null);
+        }
+        String operation = "purging completed keys of namespace '" + abbreviate(namespace) + "' (SCAN)";
+        byte[] namespacePrefix = keys.namespacePrefix(namespace);
+        Position at = cursor == null ? start(operation) : Position.parse(cursor);
+        if (!at.leftOver().isEmpty()) {
+            throw new IllegalArgumentException("Not a cursor of a purge: " + abbreviate(cursor));
+        }
+        byte[] pattern = RedisKeys.startingWith(namespacePrefix);
+        long deadline = System.nanoTime() + CALL_BUDGET.toNanos();
+        long deleted = 0;
+        while (deleted < limit && !at.done() && System.nanoTime() - deadline < 0) {
+            KeyScanCursor<byte[]> batch = scan(at, pattern, PURGE_SCAN, operation);
+            Position next = after(at, batch, operation);
+            // The time is taken before the read: a key found to end before it plus withinMillis has a PTTL below
+            // withinMillis, which purge.lua tests again later, when the PTTL is lower still.
+            Instant before = Instant.now();
+            long withinMillis = Duration.between(before, expiringBefore).toMillis();
+            List<ListedKey> completed = read(namespace, namespacePrefix, new KeyFilter(StoredKey.State.COMPLETED, ""),
+                    batch.getKeys(), false, operation);
+            List<byte[]> candidates = new ArrayList<>();
+            for (ListedKey k : completed) {
+                if (k.stored().expiresAt().isBefore(before.plusMillis(withinMillis))) {
+                    candidates.add(keys.encode(k.key()));
+                }
+            }
+            long room = limit - deleted;
+            deleted += delete(candidates.subList(0, (int) Math.min(room, candidates.size())), withinMillis, operation);
+            if (candidates.size() > room) {
+                // The rest of this batch is found again by the next call, which scans it anew.
+                return new PurgeBatch(deleted, at.encode());
+            }
+            at = next;
+        }
+        return new PurgeBatch(deleted, at.done() ? null : at.encode());
+    }
+
+    /** Where a listing starts: the beginning of the database, or of the first master's. */
+    private Position start(String operation) {
+        if (!connection.cluster()) {
+            return new Position(null, "0", List.of());
+        }
+        List<String> masters = connection.masters();
+        if (masters.isEmpty()) {
+            throw failures.failed(operation, "the cluster client knows no master node", true);
+        }
+        return new Position(masters.get(0), "0", List.of());
+    }
+
+    /** Where the scan goes on after {@code batch}: further on the same node, the next master, or nowhere. */
+    private Position after(Position at, KeyScanCursor<byte[]> batch, String operation) {
+        if (!batch.isFinished()) {
+            return new Position(at.node(), batch.getCursor(), List.of());
+        }
+        if (at.node() == null) {
+            return Position.DONE;
+        }
+        List<String> masters = connection.masters();
+        int index = masters.indexOf(at.node());
+        if (index < 0) {
+            throw changedMasters(at.node(), operation);
+        }
+        return index + 1 < masters.size() ? new Position(masters.get(index + 1), "0", List.of()) : Position.DONE;
+    }
+
+    private KeyScanCursor<byte[]> scan(Position at, byte[] pattern, int count, String operation) {
+        if (at.node() != null && !connection.masters().contains(at.node())) {
+            throw changedMasters(at.node(), operation);
+        }
+        ScanArgs args = ScanArgs.Builder.matches(pattern).limit(count);
+        return store.await(connection.node(at.node()).scan(ScanCursor.of(at.scan()), args).toCompletableFuture(),
+                operation, System.nanoTime() + waitNanos);
+    }
+
+    private StoreException changedMasters(String node, String operation) {
+        return failures.failed(operation, "node " + node + " is no longer a master of the cluster (a failover or"
+                + " resharding happened during the listing); start it again", false);
+    }
+
+    /**
+     * Reads {@code found}, keys of the namespace, with {@code list.lua}, one call per
+     * batch or hash slot, all sent at once; answers the keys a claim would see now that pass {@code filter}, in
+     * the order given.
+     *
+     * @param strict whether a value that is not an Idem record fails the call (a listing) or is passed over (a purge)
+     */
+    private List<ListedKey> read(String namespace, byte[] namespacePrefix, KeyFilter filter, List<byte[]> found,
+            boolean strict, String operation) {
+        if (found.isEmpty()) {
+            return List.of();
+        }
+        byte[][] redisKeys = found.toArray(new byte[0][]);
+        for (byte[] key : redisKeys) {
+            if (!startsWith(key, namespacePrefix)) {
+                throw failures.unexpectedReply(operation, "a key outside the namespace: "
+                        + new String(key, StandardCharsets.UTF_8));
+            }
+        }
+        int[][] groups = connection.cluster() ? RedisDedupStore.bySlot(redisKeys) : RedisDedupStore.oneGroup(redisKeys);
+        List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
+        for (int[] group : groups) {
+            replies.add(LIST.run(connection.commands(), ScriptOutputType.MULTI,
+                    RedisDedupStore.keysOf(group, redisKeys)));
+        }
+        long deadline = System.nanoTime() + waitNanos;
+        Instant now = null;
+        ListedKey[] seen = new ListedKey[redisKeys.length];
+        for (int g = 0; g < groups.length; g++) {
+            List<Object> reply = store.await(replies.get(g), operation, deadline);
+            now = now == null ? Instant.now() : now;
+            decode(namespace, namespacePrefix, groups[g], redisKeys, reply, now, seen, strict, operation);
+        }
+        List<ListedKey> out = new ArrayList<>(seen.length);
+        for (ListedKey k : seen) {
+            if (k != null && filter.matches(k.key().id(), k.stored())) {
+                out.add(k);
+            }
+        }
+        return out;
+    }
+
+    private void decode(String namespace, byte[] namespacePrefix, int[] group, byte[][] redisKeys, List<Object> reply,
+            Instant now, ListedKey[] seen, boolean strict, String operation) {
+        if (reply == null || reply.size() != 4 * group.length) {
+            throw failures.unexpectedReply(operation, reply == null ? null : reply.size() + " values for "
+                    + group.length + " keys");
+        }
+        for (int j = 0; j < group.length; j++) {
+            List<Object> values = reply.subList(4 * j, 4 * j + 4);
+            if (!(values.get(0) instanceof Long kind) || !(values.get(1) instanceof Long attempts)
+                    || !(values.get(2) instanceof byte[] fingerprint) || !(values.get(3) instanceof Long left)) {
+                throw failures.unexpectedReply(operation, values);
+            }
+            if (kind == NOT_A_RECORD && strict) {
+                throw failures.notARecord(operation + ": key " + new String(redisKeys[group[j]], StandardCharsets.UTF_8));
+            }
+            if (kind != CLAIMED && kind != COMPLETED) {
+                continue;
+            }
+            if (attempts < 1 || attempts > Integer.MAX_VALUE) {
+                throw failures.unexpectedReply(operation, values);
+            }
+            String id = RedisKeys.text(redisKeys[group[j]], namespacePrefix.length);
+            // A completed key without TTL (only a person can have removed it) is never forgotten.
+            Instant expiresAt = left < 0 && kind == COMPLETED ? Instant.MAX : now.plus(left, ChronoUnit.MICROS);
+            seen[group[j]] = new ListedKey(new StoreKey(namespace, id), new StoredKey(
+                    kind == CLAIMED ? StoredKey.State.CLAIMED : StoredKey.State.COMPLETED, attempts.intValue(),
+                    fingerprint.length == 0 ? null : new String(fingerprint, 1, fingerprint.length - 1,
+                            StandardCharsets.UTF_8), expiresAt));
+        }
+    }
+
+    /** Deletes those of {@code candidates} still completed within the time, with {@code purge.lua}; answers how many. */
+    private long delete(List<byte[]> candidates, long withinMillis, String operation) {
+        if (candidates.isEmpty()) {
+            return 0;
+        }
+        byte[][] redisKeys = candidates.toArray(new byte[0][]);
+        int[][] groups = connection.cluster() ? RedisDedupStore.bySlot(redisKeys) : RedisDedupStore.oneGroup(redisKeys);
+        List<CompletableFuture<Long>> replies = new ArrayList<>(groups.length);
+        for (int[] group : groups) {
+            replies.add(PURGE.run(connection.commands(), ScriptOutputType.INTEGER,
+                    RedisDedupStore.keysOf(group, redisKeys), RedisDedupStore.ascii(withinMillis)));
+        }
+        long deadline = System.nanoTime() + waitNanos;
+        long deleted = 0;
+        for (CompletableFuture<Long> reply : replies) {
+            Object count = store.await(reply, operation, deadline);
+            if (!(count instanceof Long n) || n < 0) {
+                throw failures.unexpectedReply(operation, count);
+            }
+            deleted += n;
+        }
+        return deleted;
+    }
+
+    private static boolean startsWith(byte[] key, byte[] prefix) {
+        return key.length >= prefix.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    private static String abbreviate(String text) {
+        return text.length() <= 64 ? text : text.substring(0, 61) + "...";
+    }
+
+    /**
+     * Where a listing or purge is: the master scanned ({@code null} standalone), the {@code SCAN} cursor on it,
+     * and the IDs (UTF-8) a listing found but had no room for. Written as
+     * {@code [<node>/]<scan>[,<base64url ID>...]}, or {@code end} once scanning is over and only IDs are left.
+     */
+    record Position(String node, String scan, List<byte[]> leftOver) {
+
+        static final Position DONE = new Position(null, "end", List.of());
+
+        private static final Pattern NODE = Pattern.compile("[0-9A-Za-z]{1,64}");
+        private static final Pattern SCAN = Pattern.compile("[0-9]{1,20}|end");
+
+        boolean done() {
+            return scan.equals("end") && leftOver.isEmpty();
+        }
+
+        Position carrying(List<byte[]> ids) {
+            return new Position(node, scan, List.copyOf(ids));
+        }
+
+        String encode() {
+            StringBuilder out = new StringBuilder();
+            if (node != null) {
+                out.append(node).append('/');
+            }
+            out.append(scan);
+            for (byte[] id : leftOver) {
+                out.append(',').append(Base64.getUrlEncoder().withoutPadding().encodeToString(id));
+            }
+            return out.toString();
+        }
+
+        static Position parse(String cursor) {
+            try {
+                String[] parts = cursor.split(",", -1);
+                String head = parts[0];
+                int slash = head.indexOf('/');
+                String node = slash < 0 ? null : head.substring(0, slash);
+                String scan = head.substring(slash + 1);
+                if ((node != null && !NODE.matcher(node).matches()) || !SCAN.matcher(scan).matches()) {
+                    throw new IllegalArgumentException();
+                }
+                List<byte[]> ids = new ArrayList<>();
+                for (int i = 1; i < parts.length; i++) {
+                    ids.add(Base64.getUrlDecoder().decode(parts[i]));
+                }
+                return new Position(scan.equals("end") ? null : node, scan, List.copyOf(ids));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("Not a cursor of the Redis store's listing: "
+                        + (cursor.length() <= 64 ? cursor : cursor.substring(0, 61) + "..."), e);
+            }
+        }
+    }
+}
