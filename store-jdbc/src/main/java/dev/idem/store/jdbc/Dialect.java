@@ -63,6 +63,7 @@ abstract class Dialect {
 
     /** {@link #completedByAny} per number of keys. */
     private final Map<Integer, String> completedByAnyStatements = new ConcurrentHashMap<>();
+    private final Map<Integer, String> lockRowsStatements = new ConcurrentHashMap<>();
 
     Dialect(String table) {
         this.table = table;
@@ -203,6 +204,35 @@ abstract class Dialect {
     /** Locks and reads one key's row within a transaction. Parameters: namespace, id. */
     String lockRow() {
         return "SELECT " + storedColumns() + " FROM " + table + " WHERE namespace = ? AND id = ? FOR UPDATE";
+    }
+
+    /**
+     * Locks and reads the rows of {@code keys} keys, given as (namespace, id) pairs: the stored columns, then
+     * namespace and id. Keys without a row are simply missing from the answer. Made once per size.
+     */
+    final String lockRows(int keys) {
+        return lockRowsStatements.computeIfAbsent(keys, n -> {
+            StringBuilder sql = new StringBuilder("SELECT ").append(storedColumns()).append(", namespace, id FROM ")
+                    .append(table).append(" WHERE (namespace, id) IN (");
+            for (int i = 0; i < n; i++) {
+                sql.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+            }
+            return sql.append(") FOR UPDATE").toString();
+        });
+    }
+
+    /**
+     * For transactional mode, inside the caller's transaction, on a row the caller has locked and may take over
+     * ({@link #transactionTakeover}): writes it completed with a new token, exactly as
+     * {@link #upsertInTransaction} takes such a row over. Parameters: token, fingerprint, retention micros,
+     * namespace, id. The assignments read {@code expires_at} before the last one changes it (MariaDB assigns
+     * left to right).
+     */
+    final String completeLocked() {
+        String now = now();
+        return "UPDATE " + table + " SET attempts = CASE WHEN expires_at <= " + now + " THEN 1 ELSE attempts + 1 END, "
+                + startsOnTakeover("") + ", state = " + COMPLETED + ", token = ?, fingerprint = ?, lease_until = NULL,"
+                + " expires_at = " + plusMicros(now, "?") + " WHERE namespace = ? AND id = ?";
     }
 
     /** Completes a live claim of the token's owner. Parameters: retention micros, namespace, id, token. */

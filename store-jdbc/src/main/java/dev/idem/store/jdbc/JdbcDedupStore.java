@@ -21,6 +21,7 @@ import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
 import dev.idem.spi.TransactionalDedupStore;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -39,6 +40,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.HandleCallback;
 import org.jdbi.v3.core.Jdbi;
+import org.jdbi.v3.core.statement.PreparedBatch;
 import org.jdbi.v3.core.statement.Query;
 
 /**
@@ -547,12 +549,16 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     }
 
     /**
-     * One transaction for all the members, a savepoint for each: a member's key is written and locked, its
-     * watermark guarded, its work run, and a member whose work throws is rolled back to its savepoint alone.
-     * A member whose key row changed under it (a race with another consumer's claim) is run on its own after
-     * the group commits. Any failure of the database itself (a deadlock, a lost connection, a savepoint that
-     * is gone because the server aborted the transaction) rolls the whole group back: the runtime then runs
-     * every member again.
+     * One transaction for all the members, a savepoint for each. The members' rows are locked and read in one
+     * statement first; a member whose key is completed and remembered is a duplicate, and every other member with
+     * a row runs under its savepoint (its watermark guarded, its work run), a member whose work throws rolled back
+     * to its savepoint alone. The keys of the members that ran (or were stale) are then written completed in one
+     * batch, on the rows still locked, and the transaction commits once: so a member costs its savepoint and its
+     * work, and the group a few statements more. A member whose key has no row yet (it was never claimed) is
+     * written and locked on its own under its savepoint first, as {@link #runOnce} would; if that row changed
+     * under it (a race with another consumer's claim) it is run on its own after the group commits. Any failure of
+     * the database itself (a deadlock, a lost connection, a savepoint that is gone because the server aborted the
+     * transaction) rolls the whole group back: the runtime then runs every member again.
      */
     @Override
     public List<GroupResult> runGroup(List<GroupMember> members) {
@@ -560,17 +566,44 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             return OutboxStore.super.runGroup(members);
         }
         GroupResult[] results = new GroupResult[members.size()];
+        List<ClaimRow> rows = new ArrayList<>(members.size());
+        for (GroupMember m : members) {
+            if (m.advance() != null) {
+                JdbcWatermarks.requireStorable(m.advance());
+            }
+            rows.add(ClaimRow.completed(m.key(), m.fingerprint(), m.retention(), Tokens.next()));
+        }
         Handle handle = open("grouped transactional run");
         try {
+            Map<ByteBuffer, StoredRow> locked;
             try {
                 handle.begin();
+                locked = lockRows(handle, rows);
             } catch (RuntimeException e) {
-                throw failures.of("opening a grouped transaction", e);
+                rollback(handle, e);
+                throw failures.of("locking the keys of a grouped transaction", e);
             }
+            List<ClaimRow> toComplete = new ArrayList<>(members.size());
             for (int i = 0; i < members.size(); i++) {
-                results[i] = runMember(handle, members.get(i), "idem_m" + i);
+                GroupMember m = members.get(i);
+                ClaimRow row = rows.get(i);
+                StoredRow held = locked.get(Dialect.rowKey(row.namespace(), row.id(), 0));
+                String savepoint = "idem_m" + i;
+                if (held == null) {
+                    results[i] = runMember(handle, m, row, savepoint);
+                } else if (held.live() && held.state() == Dialect.COMPLETED) {
+                    results[i] = new GroupResult.Done(held.duplicateOf(row.fingerprint()).fingerprintMatches()
+                            ? Outcome.DUPLICATE : Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
+                } else {
+                    results[i] = runLocked(handle, m, savepoint);
+                    if (results[i] instanceof GroupResult.Done done
+                            && (done.outcome() == Outcome.COMMITTED || done.outcome() == Outcome.STALE)) {
+                        toComplete.add(row);
+                    }
+                }
             }
             try {
+                completeLocked(handle, toComplete);
                 handle.commit();
             } catch (RuntimeException e) {
                 rollback(handle, e);
@@ -595,16 +628,96 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         return out;
     }
 
+    /** Locks the rows of {@code rows}' keys, in statements of at most {@link Dialect#MAX_ROWS_PER_STATEMENT} keys. */
+    private Map<ByteBuffer, StoredRow> lockRows(Handle handle, List<ClaimRow> rows) {
+        Map<ByteBuffer, StoredRow> locked = new HashMap<>(rows.size() * 2);
+        for (int from = 0; from < rows.size(); from += Dialect.MAX_ROWS_PER_STATEMENT) {
+            List<ClaimRow> chunk = rows.subList(from, Math.min(rows.size(), from + Dialect.MAX_ROWS_PER_STATEMENT));
+            Query read = handle.createQuery(dialect.lockRows(chunk.size()));
+            int position = 0;
+            for (ClaimRow row : chunk) {
+                read.bind(position++, row.namespace()).bind(position++, row.id());
+            }
+            read.map((rs, ctx) -> {
+                locked.put(Dialect.rowKey(rs.getBytes(7), rs.getBytes(8), 0), StoredRow.read(rs, 1));
+                return null;
+            }).forEach(ignored -> { });
+        }
+        return locked;
+    }
+
     /**
-     * One member under its savepoint, in the group's open transaction; {@code null} when its key's row changed
-     * under it, to run on its own. Throws a {@link StoreException} after rolling the whole transaction back when
+     * Writes the keys of {@code rows}, locked by this transaction, completed with the rows' tokens, in one batch.
+     * Each must change one row: the lock kept every other writer out, so anything else is a fault of the database,
+     * and the group is rolled back.
+     */
+    private void completeLocked(Handle handle, List<ClaimRow> rows) {
+        if (rows.isEmpty()) {
+            return;
+        }
+        PreparedBatch batch = handle.prepareBatch(dialect.completeLocked());
+        for (ClaimRow row : rows) {
+            batch.bind(0, row.token()).bind(1, row.fingerprint()).bind(2, row.expiresMicros())
+                    .bind(3, row.namespace()).bind(4, row.id()).add();
+        }
+        for (int count : batch.execute()) {
+            if (count == 0) {
+                throw new IllegalStateException("a key the grouped transaction held locked had no row to complete");
+            }
+        }
+    }
+
+    /**
+     * A member whose key's row this transaction holds locked, under its savepoint: its watermark guarded, its work
+     * run; the key is written completed later, with the others. Throws a {@link StoreException} after rolling the
+     * whole transaction back when the database failed.
+     */
+    private GroupResult runLocked(Handle handle, GroupMember m, String savepoint) {
+        JdbcWatermarks.Verdict verdict = JdbcWatermarks.Verdict.RUN;
+        try {
+            handle.savepoint(savepoint);
+            if (m.advance() != null) {
+                verdict = watermarks.guard(handle, m.advance(), m.waitForGaps());
+            }
+        } catch (RuntimeException e) {
+            rollback(handle, e);
+            throw failures.of("checking a member of a grouped transaction", e);
+        }
+        if (verdict == JdbcWatermarks.Verdict.STALE) {
+            return new GroupResult.Done(Outcome.STALE);
+        }
+        if (verdict == JdbcWatermarks.Verdict.GAP) {
+            undo(handle, savepoint, null);
+            return new GroupResult.Done(Outcome.SEQUENCE_GAP);
+        }
+        return runWork(handle, m, savepoint);
+    }
+
+    /** Runs a member's work under its savepoint, rolling back to it alone when the work throws. */
+    private GroupResult runWork(Handle handle, GroupMember m, String savepoint) {
+        JdbcTransaction transaction = new JdbcTransaction(handle);
+        try {
+            m.work().run(transaction);
+        } catch (Exception e) {
+            transaction.end();
+            undo(handle, savepoint, e);
+            return new GroupResult.Failed(e);
+        } catch (Error e) {
+            transaction.end();
+            rollback(handle, e);
+            throw e;
+        }
+        transaction.end();
+        return new GroupResult.Done(Outcome.COMMITTED);
+    }
+
+    /**
+     * A member whose key had no row when the group locked its rows, under its savepoint, in the group's open
+     * transaction: its key written completed and locked, then guarded and run; {@code null} when that row changed
+     * under it (another consumer's claim raced it in), to run on its own. Throws a {@link StoreException} after rolling the whole transaction back when
      * the database failed.
      */
-    private GroupResult runMember(Handle handle, GroupMember m, String savepoint) {
-        ClaimRow row = ClaimRow.completed(m.key(), m.fingerprint(), m.retention(), Tokens.next());
-        if (m.advance() != null) {
-            JdbcWatermarks.requireStorable(m.advance());
-        }
+    private GroupResult runMember(Handle handle, GroupMember m, ClaimRow row, String savepoint) {
         StoredRow held;
         JdbcWatermarks.Verdict verdict = JdbcWatermarks.Verdict.RUN;
         try {
@@ -636,20 +749,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             undo(handle, savepoint, null);
             return new GroupResult.Done(Outcome.SEQUENCE_GAP);
         }
-        JdbcTransaction transaction = new JdbcTransaction(handle);
-        try {
-            m.work().run(transaction);
-        } catch (Exception e) {
-            transaction.end();
-            undo(handle, savepoint, e);
-            return new GroupResult.Failed(e);
-        } catch (Error e) {
-            transaction.end();
-            rollback(handle, e);
-            throw e;
-        }
-        transaction.end();
-        return new GroupResult.Done(Outcome.COMMITTED);
+        return runWork(handle, m, savepoint);
     }
 
     /** Rolls back to a member's savepoint; when that fails, the whole transaction, and throws. */

@@ -106,6 +106,96 @@ abstract class AbstractTransactionalModeTest {
         assertThat(claim(key("g-2"))).as("the failed member's key was rolled back").isInstanceOf(Acquired.class);
     }
 
+    /** The pipeline's way: every key claimed first, so the group locks existing rows and completes them at the end. */
+    @Test
+    void aGroupOverClaimedKeysCompletesWhatRanAndLeavesAFailingMembersClaimAsItWas() throws Exception {
+        store.runOnce(key("c-done"), null, RETENTION, insertRow("c-done"));
+        Acquired c1 = (Acquired) claim(key("c-1"));
+        Acquired c2 = (Acquired) claim(key("c-2"));
+        Acquired c3 = (Acquired) claim(key("c-3"));
+        List<TransactionalDedupStore.GroupMember> members = List.of(
+                member("c-1", insertRow("c-1")),
+                member("c-2", tx -> {
+                    insertRow("c-2").run(tx);
+                    throw new IllegalStateException("fails after its write (test)");
+                }),
+                member("c-done", insertRow("c-done-again")),
+                member("c-3", insertRow("c-3")));
+
+        List<TransactionalDedupStore.GroupResult> results = store.runGroup(members);
+
+        assertThat(results).containsExactly(
+                new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED),
+                results.get(1),
+                new TransactionalDedupStore.GroupResult.Done(Outcome.DUPLICATE),
+                new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED));
+        assertThat(results.get(1)).isInstanceOf(TransactionalDedupStore.GroupResult.Failed.class);
+        assertThat(businessRows()).containsExactlyInAnyOrder("c-done", "c-1", "c-3");
+        assertThat(claim(key("c-1"))).isEqualTo(new Duplicate(true));
+        assertThat(claim(key("c-3"))).isEqualTo(new Duplicate(true));
+        assertThat(store.complete(key("c-1"), c1.token(), RETENTION))
+                .as("the group took the key over from the claim").isFalse();
+        assertThat(store.complete(key("c-3"), c3.token(), RETENTION)).isFalse();
+        assertThat(claim(key("c-2"))).as("the failed member's claim is still live").isInstanceOf(ClaimResult.InProgress.class);
+        assertThat(store.complete(key("c-2"), c2.token(), RETENTION))
+                .as("the failed member's claim is exactly as it was, its owner's token still holding it").isTrue();
+    }
+
+    @Test
+    void racingGroupsOverClaimedKeysRunEachKeyOnce() throws Exception {
+        int keys = 1_000;
+        List<ClaimRequest> requests = new ArrayList<>();
+        for (int i = 0; i < keys; i++) {
+            requests.add(new ClaimRequest(key("claimed-" + i), null, LEASE, LEASE));
+        }
+        assertThat(store.claim(requests)).allMatch(Acquired.class::isInstance);
+        AtomicInteger committed = new AtomicInteger();
+        AtomicInteger duplicates = new AtomicInteger();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                int direction = t;
+                done.add(pool.submit(() -> {
+                    for (int g = 0; g < keys / 20; g++) {
+                        // The two threads walk the keys in opposite orders, so their groups meet and overlap.
+                        int from = direction == 0 ? g * 20 : keys - (g + 1) * 20;
+                        List<TransactionalDedupStore.GroupMember> left = new ArrayList<>();
+                        for (int i = from; i < from + 20; i++) {
+                            left.add(member("claimed-" + i, insertRow("claimed-" + i)));
+                        }
+                        while (!left.isEmpty()) {
+                            List<TransactionalDedupStore.GroupResult> results;
+                            try {
+                                results = store.runGroup(left);
+                            } catch (StoreException e) {
+                                continue; // A deadlock between the two groups: all of it again.
+                            }
+                            List<TransactionalDedupStore.GroupMember> again = new ArrayList<>();
+                            for (int j = 0; j < left.size(); j++) {
+                                if (results.get(j) instanceof TransactionalDedupStore.GroupResult.Done d) {
+                                    (d.outcome() == Outcome.COMMITTED ? committed : duplicates).incrementAndGet();
+                                } else {
+                                    again.add(left.get(j));
+                                }
+                            }
+                            left = again;
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(5, TimeUnit.MINUTES);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(businessRows()).hasSize(keys).doesNotHaveDuplicates();
+        assertThat(committed.get()).isEqualTo(keys);
+        assertThat(duplicates.get()).isEqualTo(keys);
+    }
+
     @Test
     void aMemberWhoseStatementTheDatabaseRefusesIsRolledBackAloneAndTheGroupGoesOn() {
         List<TransactionalDedupStore.GroupMember> members = List.of(
