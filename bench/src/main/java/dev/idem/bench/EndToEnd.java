@@ -11,6 +11,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -61,9 +62,25 @@ public final class EndToEnd {
                             .counters().stream().toList();
                 }
             }
-            return System.nanoTime() - first.get();
+            long nanos = System.nanoTime() - first.get();
+            if (Boolean.getBoolean("idem.bench.store-times")) {
+                printStoreTimes(meters, pipeline, nanos);
+            }
+            return nanos;
         } finally {
             runtime.stop(Duration.ofSeconds(10));
+        }
+    }
+
+    /** With {@code -Didem.bench.store-times=true}: the store calls of a run, their count and share of its time. */
+    private static void printStoreTimes(SimpleMeterRegistry meters, String pipeline, long nanos) {
+        for (io.micrometer.core.instrument.Timer timer : meters.find("idem.store.duration").tag("pipeline", pipeline)
+                .timers()) {
+            if (timer.count() > 0) {
+                System.out.printf("  %-10s %,7d calls, mean %7.3f ms, busy %3.0f %% of the run%n",
+                        timer.getId().getTag("operation"), timer.count(), timer.mean(TimeUnit.MILLISECONDS),
+                        100 * timer.totalTime(TimeUnit.NANOSECONDS) / nanos);
+            }
         }
     }
 

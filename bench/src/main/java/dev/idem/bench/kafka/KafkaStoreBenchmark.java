@@ -38,14 +38,19 @@ import java.util.function.UnaryOperator;
  * <p>Run (after {@code mvn -q -B -pl bench -am package -DskipTests}, which also builds
  * {@code bench/target/camel.jar}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaStoreBenchmark [store=redis]
- * [messages=100000] [rounds=3]}
+ * [messages=100000] [rounds=3]}; {@code -Didem.bench.sides=raw,idem-batched} runs only those sides (of {@code raw},
+ * {@code idem-batched}, {@code idem-per-key}, {@code camel}).
  */
 public final class KafkaStoreBenchmark {
 
     private static final int PARTITIONS = 4;
     private static final int DUPLICATE_PERCENT = 10;
-    /** Long enough for a run; the keys then leave the shared Redis on their own. */
-    private static final String KEEP_KEYS = "retention: 10m";
+    /**
+     * Long enough for a run; the keys then leave the shared Redis on their own. Pipeline settings of both Idem sides
+     * can be added with {@code -Didem.bench.settings="max-in-flight: 4000"} (YAML lines, {@code \n} between them).
+     */
+    private static final String KEEP_KEYS = "retention: 10m"
+            + System.getProperty("idem.bench.settings", "").replace("\\n", "\n").transform(s -> s.isEmpty() ? s : "\n" + s);
     private static final String POSTGRES_URL = System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
             "jdbc:postgresql://127.0.0.1:5432/test");
     private static final String REDIS_URL = System.getenv().getOrDefault("IDEM_BENCH_REDIS_URL",
@@ -92,11 +97,15 @@ public final class KafkaStoreBenchmark {
                 }
                 return EndToEnd.rate(messages, result.nanos());
             });
+            String only = System.getProperty("idem.bench.sides");
+            if (only != null) {
+                sides.keySet().retainAll(List.of(only.split(",")));
+            }
             Map<String, List<Double>> rates = EndToEnd.alternate(store, 0, rounds, sides);
-            double raw = EndToEnd.median(rates.get("raw"));
-            double batched = EndToEnd.median(rates.get("idem-batched"));
-            double perKey = EndToEnd.median(rates.get("idem-per-key"));
-            double camelRate = EndToEnd.median(rates.get("camel"));
+            double raw = median(rates, "raw");
+            double batched = median(rates, "idem-batched");
+            double perKey = median(rates, "idem-per-key");
+            double camelRate = median(rates, "camel");
             System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
             if (store.equals("postgresql")) {
                 dropTables(rounds * sides.size());
@@ -107,6 +116,11 @@ public final class KafkaStoreBenchmark {
             System.out.printf("%s: camel %,.0f msg/s (%.2f× raw); idem batched %.2f× camel; idem per key %.2f×"
                     + " camel%n", store, camelRate, camelRate / raw, batched / camelRate, perKey / camelRate);
         }
+    }
+
+    /** The median of a side's rounds; NaN for a side left out with {@code -Didem.bench.sides}. */
+    private static double median(Map<String, List<Double>> rates, String side) {
+        return rates.containsKey(side) ? EndToEnd.median(rates.get(side)) : Double.NaN;
     }
 
     private static DedupStore store(String type, int run) {
