@@ -71,8 +71,8 @@ class OutboxIT {
     private static final int REPEAT_PERCENT = 20;
     /** Messages in all: {@value #UNIQUE_ORDERS} orders and the repeats, {@value #REPEAT_PERCENT} % of the messages. */
     private static final int MESSAGES = UNIQUE_ORDERS * 100 / (100 - REPEAT_PERCENT);
-    private static final int RATE = 300;
-    private static final Duration KILL_EVERY = Duration.ofSeconds(4);
+    private static final int RATE = 500;
+    private static final Duration KILL_EVERY = Duration.ofSeconds(3);
     /** Kills the stream must see at least, so that the faults really struck while it flowed. */
     private static final int MIN_KILLS = 5;
     private static final int CONCURRENCY = 8;

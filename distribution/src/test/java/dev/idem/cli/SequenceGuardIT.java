@@ -101,7 +101,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class SequenceGuardIT {
 
-    static final int ACCOUNTS = 200;
+    static final int ACCOUNTS = 100;
     static final int EVENTS = 50;
     static final int WINDOW = 10;
     static final int REPEAT_PERCENT = 20;
