@@ -257,8 +257,18 @@ final class PostgresDialect extends Dialect {
      */
     @Override
     String purge() {
-        return "DELETE FROM " + table + " WHERE (namespace, id) IN (SELECT namespace, id FROM " + table
-                + " WHERE expires_at < now() ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)"
+        return purgeExpired(table);
+    }
+
+    /**
+     * Deletes at most {@code ?} rows of {@code table} whose {@code expires_at} passed: the row versions of a bounded,
+     * skip-locked selection, made once as an {@code ARRAY(SELECT ctid ...)} init plan (an {@code IN (SELECT ...
+     * LIMIT ...)} may be run again for each row of a join and delete more than the bound), their {@code expires_at}
+     * tested again. The selected rows are locked until the delete, so their versions cannot change in between.
+     */
+    static String purgeExpired(String table) {
+        return "DELETE FROM " + table + " WHERE ctid = ANY(ARRAY(SELECT ctid FROM " + table
+                + " WHERE expires_at < now() ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED))"
                 + " AND expires_at < now()";
     }
 

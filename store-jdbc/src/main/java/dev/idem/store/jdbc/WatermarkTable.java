@@ -206,12 +206,10 @@ abstract class WatermarkTable {
                     + " ON CONFLICT (namespace, aggregate) DO NOTHING";
         }
 
-        /** As the keys' purge: a bounded, skip-locked selection, its {@code expires_at} checked again. */
+        /** As the keys' purge ({@link PostgresDialect#purgeExpired}). */
         @Override
         String purge() {
-            return "DELETE FROM " + name + " WHERE (namespace, aggregate) IN (SELECT namespace, aggregate FROM " + name
-                    + " WHERE expires_at < now() ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)"
-                    + " AND expires_at < now()";
+            return PostgresDialect.purgeExpired(name);
         }
     }
 
