@@ -42,6 +42,11 @@ class EndToEndIT {
     private static final int DUPLICATE_PERCENT = 20;
     private static final int UNIQUE = MESSAGES - MESSAGES * DUPLICATE_PERCENT / 100;
     private static final int MAX_IN_FLIGHT = 200;
+    /**
+     * The transactional cases run grouped transactions, the path of {@code transactional.group} under a kill: one
+     * transaction per message is covered by {@link SequenceGuardIT} and {@link OutboxIT}.
+     */
+    private static final int TRANSACTION_GROUP = 10;
     private static final Duration PUBLISH_TIMEOUT = Duration.ofMinutes(3);
     private static final Duration SETTLE_TIMEOUT = Duration.ofMinutes(3);
 
@@ -238,7 +243,7 @@ class EndToEndIT {
                       orders:
                         source: %s
                         handler: dev.idem.examples.orders.%s
-                        transactional: %s
+                        transactional: %s%s
                         concurrency: 8
                         max-in-flight: %d
                         lease: 5s
@@ -248,7 +253,8 @@ class EndToEndIT {
                       shutdown-timeout: 10s
                       http: { port: %d }
                     """.formatted(source, transactional ? "TransactionalOrderPaymentHandler" : "OrderPaymentHandler",
-                    transactional, MAX_IN_FLIGHT, port);
+                    transactional, transactional ? "\n    transactional.group: " + TRANSACTION_GROUP : "", MAX_IN_FLIGHT,
+                    port);
         }
 
         void run() throws Exception {
