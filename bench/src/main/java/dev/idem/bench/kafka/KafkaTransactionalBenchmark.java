@@ -29,15 +29,21 @@ import java.util.ServiceLoader;
  * <p>PostgreSQL at {@code IDEM_BENCH_POSTGRES_URL} (default {@code jdbc:postgresql://127.0.0.1:5432/test}, user
  * postgres). Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaTransactionalBenchmark [messages=100000]
- * [rounds=3]}
+ * [rounds=3]}; {@code -Didem.bench.groups=10,100} runs other group sizes, {@code -Didem.bench.settings=...} adds
+ * pipeline settings (YAML lines, {@code \n} between them).
  */
 public final class KafkaTransactionalBenchmark {
 
     private static final int PARTITIONS = 4;
     private static final int DUPLICATE_PERCENT = 10;
-    private static final int[] GROUPS = {1, 10, 100};
+    /** The group sizes to run, {@code -Didem.bench.groups=1,10,100} by default; the first is the reference. */
+    private static final int[] GROUPS = java.util.Arrays.stream(System.getProperty("idem.bench.groups", "1,10,100")
+            .split(",")).mapToInt(Integer::parseInt).toArray();
     private static final String POSTGRES_URL = System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
             "jdbc:postgresql://127.0.0.1:5432/test");
+
+    private static final String EXTRA = System.getProperty("idem.bench.settings", "").replace("\\n", "\n")
+            .transform(extra -> extra.isEmpty() ? extra : "\n" + extra);
 
     private KafkaTransactionalBenchmark() {
     }
@@ -73,7 +79,7 @@ public final class KafkaTransactionalBenchmark {
                             }
                         };
                         long nanos = KafkaBench.timeIdem(kafka, "tx-" + group + "-" + run, topic,
-                                "transactional: true\ntransactional.group: " + group + "\nretention: 10m",
+                                "transactional: true\ntransactional.group: " + group + "\nretention: 10m" + EXTRA,
                                 messages, handler, "jdbc", storeSection, store(table));
                         long rows = count(business);
                         if (rows != distinct) {
@@ -91,11 +97,11 @@ public final class KafkaTransactionalBenchmark {
             Map<String, List<Double>> rates = EndToEnd.alternate("postgresql-transactional", 0, rounds, sides);
             double raw = EndToEnd.median(rates.get("raw"));
             System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
-            double single = EndToEnd.median(rates.get("group-1"));
+            double single = EndToEnd.median(rates.get("group-" + GROUPS[0]));
             for (int group : GROUPS) {
                 double rate = EndToEnd.median(rates.get("group-" + group));
-                System.out.printf("transactional.group %d: %,.0f msg/s (%.3f× raw, %.2f× group 1)%n", group, rate,
-                        rate / raw, rate / single);
+                System.out.printf("transactional.group %d: %,.0f msg/s (%.3f× raw, %.2f× group %d)%n", group, rate,
+                        rate / raw, rate / single, GROUPS[0]);
             }
             System.out.printf("raw: %,.0f msg/s%n", raw);
         }
