@@ -184,8 +184,10 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
             Dialect dialect = forServer(jdbi, byUrl, url);
             Failures failures = new Failures(dialect, url);
             new Schema(jdbi, dialect, failures).prepare(config.get(SCHEMA));
-            new OutboxSchema(jdbi, OutboxTable.of(dialect), failures).prepare(config.get(SCHEMA));
-            new WatermarkSchema(jdbi, WatermarkTable.of(dialect), failures).prepare(config.get(SCHEMA));
+            new SideTableSchema(jdbi, SideTableSchema.outbox(OutboxTable.of(dialect)), failures)
+                    .prepare(config.get(SCHEMA));
+            new SideTableSchema(jdbi, SideTableSchema.watermarks(WatermarkTable.of(dialect)), failures)
+                    .prepare(config.get(SCHEMA));
             Purger purger = new Purger(jdbi, dialect, config.get(PURGE_BATCH_SIZE), failures);
             purger.start(config.get(PURGE_INTERVAL));
             return new JdbcDedupStore(dataSource, jdbi, dialect, failures, purger);
