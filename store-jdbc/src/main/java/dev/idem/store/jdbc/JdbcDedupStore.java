@@ -714,8 +714,8 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     /**
      * A member whose key had no row when the group locked its rows, under its savepoint, in the group's open
      * transaction: its key written completed and locked, then guarded and run; {@code null} when that row changed
-     * under it (another consumer's claim raced it in), to run on its own. Throws a {@link StoreException} after rolling the whole transaction back when
-     * the database failed.
+     * under it (another consumer's claim raced it in), to run on its own. Throws a {@link StoreException} after
+     * rolling the whole transaction back when the database failed.
      */
     private GroupResult runMember(Handle handle, GroupMember m, ClaimRow row, String savepoint) {
         StoredRow held;
