@@ -487,15 +487,19 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     }
 
     private static byte[][] claimArgs(int[] group, List<ClaimRequest> requests, long[] tokens) {
-        byte[][] args = new byte[group.length * 4][];
+        byte[][] args = new byte[group.length * 5][];
         for (int j = 0; j < group.length; j++) {
             ClaimRequest request = requests.get(group[j]);
-            args[4 * j] = ascii(tokens[group[j]]);
             // At least 1µs, so that a key repeated in the batch always finds the first claim's lease running.
-            args[4 * j + 1] = ascii(Math.max(1, micros(request.lease())));
-            args[4 * j + 2] = ascii(millis(request.retention()));
-            args[4 * j + 3] = request.fingerprint() == null ? NO_FINGERPRINT
+            long leaseMicros = Math.max(1, micros(request.lease()));
+            long retentionMillis = millis(request.retention());
+            args[5 * j] = ascii(tokens[group[j]]);
+            args[5 * j + 1] = ascii(leaseMicros);
+            args[5 * j + 2] = ascii(retentionMillis);
+            args[5 * j + 3] = request.fingerprint() == null ? NO_FINGERPRINT
                     : RedisKeys.utf8("=" + request.fingerprint());
+            // The TTL write_claim (record.lua) gives a claim: its lease in whole ms, rounded up, plus its retention.
+            args[5 * j + 4] = ascii((leaseMicros + 999) / 1000 + retentionMillis);
         }
         return args;
     }

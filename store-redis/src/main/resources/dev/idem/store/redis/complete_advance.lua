@@ -15,22 +15,11 @@ local function complete_and_raise(key, token, keep_ms, w, number, watermark_ms)
     -- Read first, so that a watermark key holding anything else fails the completion before it writes.
     watermark(watermark_key)
   end
-  local held = record(key)
-  if not held or held.token ~= token then
-    return 0
-  end
-  if held.state ~= 'D' then
-    if tonumber(keep_ms) <= 0 then
-      redis.call('DEL', key)
-    else
-      redis.call('SET', key, string.format('D|%s|%d|0|0|%s', held.token, held.attempts, held.fingerprint),
-          'PX', keep_ms)
-    end
-  end
-  if watermark_key then
+  local done = complete_key(key, token, keep_ms)
+  if done == 1 and watermark_key then
     raise(watermark_key, number, watermark_ms)
   end
-  return 1
+  return done
 end
 
 local reply = {}

@@ -1,27 +1,10 @@
 -- Completes KEYS[i] for the owner ARGV[2i-1], remembering it for ARGV[2i] ms (0: forget it at once), for each
--- i in order, each exactly as complete.lua completes one key.
+-- i in order, each by complete_key (record.lua), as complete.lua completes one key.
 -- Reply: one value per key: 1 done (or already done by this owner), 0 not the owner's, or the error text of
 -- this key's own failure (a value that is not an Idem record, a refused write); the other keys go on.
-local function complete(key, token, keep_ms)
-  local held = record(key)
-  if not held or held.token ~= token then
-    return 0
-  end
-  if held.state == 'D' then
-    return 1
-  end
-  if tonumber(keep_ms) <= 0 then
-    redis.call('DEL', key)
-  else
-    redis.call('SET', key, string.format('D|%s|%d|0|0|%s', held.token, held.attempts, held.fingerprint),
-        'PX', keep_ms)
-  end
-  return 1
-end
-
 local reply = {}
 for i = 1, #KEYS do
-  local ok, answer = pcall(complete, KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
+  local ok, answer = pcall(complete_key, KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
   if not ok then
     -- An error of record() or of redis.call reads 'CODE message' (Redis 7 passes it as a string, older
     -- versions as {err = ...}); anything else is a fault of the script itself.

@@ -25,6 +25,39 @@ local function record(key)
           keep = tonumber(keep), starts = tonumber(starts), fingerprint = fingerprint}
 end
 
+-- Completes <key> for the owner <token>, remembering it for <keep_ms> ms (a string; '0': forget it at once),
+-- parsing the record no further than that needs. Reply: 1 done (or already done by this owner), 0 not the
+-- owner's (or absent).
+local function complete_key(key, token, keep_ms)
+  local value = redis.call('GET', key)
+  if not value then
+    return 0
+  end
+  local state, held_token, attempts, rest = string.match(value, '^([CD])|(%d+)|(%d+)|%d+|%d+|(.*)$')
+  if not state then
+    error({err = 'IDEMRECORD key ' .. key .. ' holds a value that is not an Idem record'})
+  end
+  if held_token ~= token then
+    return 0
+  end
+  if state == 'D' then
+    return 1
+  end
+  if tonumber(keep_ms) <= 0 then
+    redis.call('DEL', key)
+    return 1
+  end
+  -- <rest> is [<starts>|]<fingerprint>, and a fingerprint is '' or starts with '=': a completed key keeps no starts.
+  if rest ~= '' and string.byte(rest, 1) ~= 61 then
+    rest = string.match(rest, '^%d+|(.*)$')
+    if not rest then
+      error({err = 'IDEMRECORD key ' .. key .. ' holds a value that is not an Idem record'})
+    end
+  end
+  redis.call('SET', key, 'D|' .. token .. '|' .. attempts .. '|0|0|' .. rest, 'PX', keep_ms)
+  return 1
+end
+
 -- A claim's record; <starts> only once one is recorded, so that the common record stays the short one.
 local function claim_record(token, attempts, lease_until, keep_ms, starts, fingerprint)
   if starts > 0 then

@@ -258,7 +258,7 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
         // Lettuce sends a command again after a reconnect if its reply was lost; the claim must not then
         // find itself in the way.
         byte[] name = new RedisKeys(prefix).encode(key("order-1"));
-        byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0]};
+        byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0], ascii("330000")};
         byte[] script = LuaScript.named("claim").text();
 
         List<Long> first = keyspace.redis().eval(script, ScriptOutputType.MULTI, new byte[][] {name}, args);
