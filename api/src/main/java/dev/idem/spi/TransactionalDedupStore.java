@@ -94,6 +94,19 @@ public interface TransactionalDedupStore extends DedupStore {
         }
     }
 
+    /** Where {@link #runGroup(java.util.List, Savepoints)} sets its members' savepoints. */
+    enum Savepoints {
+        /** Each member runs under a savepoint of its own, set before its work: every work runs once a group. */
+        PER_MESSAGE,
+        /**
+         * The members run without savepoints; only when a work throws is the whole transaction rolled back and
+         * the group run again with a savepoint per member. It spares a round trip per member, at the price that
+         * a failing member makes the works before it run twice (the first run rolled back): right for works
+         * whose every effect is in the transaction.
+         */
+        ON_FAILURE
+    }
+
     /** What became of one {@link GroupMember} once {@link #runGroup} returned. */
     sealed interface GroupResult {
         /** The member ended with this outcome; durable, since the group's transaction committed. */
@@ -139,6 +152,14 @@ public interface TransactionalDedupStore extends DedupStore {
             }
         }
         return results;
+    }
+
+    /**
+     * {@link #runGroup(java.util.List)} with its savepoints set as {@code savepoints} says; every result means
+     * the same. The default ignores {@code savepoints} and sets one per member.
+     */
+    default java.util.List<GroupResult> runGroup(java.util.List<GroupMember> members, Savepoints savepoints) {
+        return runGroup(members);
     }
 
     /** The transaction a {@link Work} runs in, as the handler sees it through its context. */

@@ -25,6 +25,7 @@ import dev.idem.runtime.config.PipelineConfig.MismatchPolicy;
 import dev.idem.runtime.config.PipelineConfig.MissingIdPolicy;
 import dev.idem.runtime.config.PipelineConfig.Ordering;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.TransactionalDedupStore;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -176,6 +177,15 @@ final class PipelineBinder {
                     + TRANSACTIONAL.name() + ": true, or remove " + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name());
             ok = false;
         }
+        if (c.get(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS).equals("on-failure")
+                && c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP) <= 1) {
+            problems.add(path + "." + RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name() + ": on-failure places the"
+                    + " savepoints of grouped transactions, but " + path + "." + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name()
+                    + " is " + c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP) + "; set "
+                    + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name() + " above 1 (with " + TRANSACTIONAL.name()
+                    + ": true), or remove " + RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name());
+            ok = false;
+        }
         Duration initial = c.get(RETRY_INITIAL_BACKOFF);
         Duration max = c.get(RETRY_MAX_BACKOFF);
         if (max.compareTo(initial) < 0) {
@@ -219,7 +229,9 @@ final class PipelineBinder {
                 c.get(TRANSACTIONAL),
                 sequence,
                 c.get(RuntimeConfigSpecs.EMIT_ID_HEADER),
-                c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP));
+                c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP),
+                RuntimeConfigSpecs.enumValue(TransactionalDedupStore.Savepoints.class,
+                        c.get(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS)));
     }
 
     /**
@@ -260,6 +272,7 @@ final class PipelineBinder {
         v.put(DEAD_LETTER.name(), p.deadLetter());
         v.put(TRANSACTIONAL.name(), p.transactional());
         v.put(RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name(), p.transactionGroup());
+        v.put(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name(), yaml(p.groupSavepoints()));
         if (p.sequence() != null) {
             v.put(RuntimeConfigSpecs.SEQUENCE_GAPS.name(), yaml(p.sequence().gaps()));
             v.put(RuntimeConfigSpecs.SEQUENCE_GAP_TIMEOUT.name(), p.sequence().gapTimeout());

@@ -1,6 +1,7 @@
 package dev.idem.runtime.config;
 
 import dev.idem.api.HandlerSettings;
+import dev.idem.spi.TransactionalDedupStore;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -34,6 +35,7 @@ import java.util.Objects;
  * @param sequence the per-aggregate sequence guard, or {@code null} for none
  * @param emitIdHeader the header that carries the deterministic ID of each message the handler emits
  * @param transactionGroup in transactional mode, how many messages at most share one database transaction
+ * @param groupSavepoints where a group's savepoints are set
  */
 public record PipelineConfig(
         String name,
@@ -59,7 +61,8 @@ public record PipelineConfig(
         boolean transactional,
         SequencePolicy sequence,
         String emitIdHeader,
-        int transactionGroup) {
+        int transactionGroup,
+        TransactionalDedupStore.Savepoints groupSavepoints) {
 
     public PipelineConfig {
         Objects.requireNonNull(name, "name");
@@ -70,6 +73,7 @@ public record PipelineConfig(
         orderingKey = List.copyOf(orderingKey);
         emitIdHeader = emitIdHeader == null ? "message-id" : emitIdHeader;
         transactionGroup = Math.max(1, transactionGroup);
+        groupSavepoints = groupSavepoints == null ? TransactionalDedupStore.Savepoints.PER_MESSAGE : groupSavepoints;
     }
 
     /** What happens to a message whose key is missing, over 512 bytes, or not valid UTF-8. */

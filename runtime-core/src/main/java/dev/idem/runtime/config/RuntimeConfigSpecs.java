@@ -180,6 +180,14 @@ public final class RuntimeConfigSpecs {
                     + " acked. 1 gives each message its own transaction. Written flat beside `transactional: true`"
                     + " (`transactional.group: 10`).");
 
+    public static final ConfigKey<String> TRANSACTIONAL_SAVEPOINTS = enumKey("transactional.savepoints",
+            dev.idem.spi.TransactionalDedupStore.Savepoints.PER_MESSAGE)
+            .doc("Transactional mode with `transactional.group` above 1: `per-message` sets a savepoint before each"
+                    + " message of a group, so every handler runs once. `on-failure` sets none, which spares a"
+                    + " database round trip per message; when a handler fails, the whole transaction is rolled back"
+                    + " and the group runs again with a savepoint per message, so the handlers before the failing one"
+                    + " run twice. Use it only when a handler's every effect is in the transaction.");
+
     /** The name of the sequence guard's aggregate extractors under a pipeline. */
     public static final String SEQUENCE_AGGREGATE = "sequence.aggregate";
 
@@ -248,6 +256,7 @@ public final class RuntimeConfigSpecs {
             .define(DEAD_LETTER)
             .define(TRANSACTIONAL)
             .define(TRANSACTIONAL_GROUP)
+            .define(TRANSACTIONAL_SAVEPOINTS)
             .define(SEQUENCE_GAPS)
             .define(SEQUENCE_GAP_TIMEOUT)
             .define(SEQUENCE_RETENTION)

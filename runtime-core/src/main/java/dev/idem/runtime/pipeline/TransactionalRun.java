@@ -78,7 +78,7 @@ final class TransactionalRun extends RunStrategy {
             works.get(memberAt.get(j)).inTransaction = true;
         }
         try {
-            results = store.runGroup(members);
+            results = store.runGroup(members, s.config.groupSavepoints());
             if (results.size() != members.size()) {
                 throw new StoreException("The store answered " + results.size() + " results for a group of "
                         + members.size(), false);

@@ -211,9 +211,14 @@ class BoundDedupStore implements DedupStore, PluginContext.Bound {
     }
 
     public List<TransactionalDedupStore.GroupResult> runGroup(List<TransactionalDedupStore.GroupMember> members) {
+        return runGroup(members, TransactionalDedupStore.Savepoints.PER_MESSAGE);
+    }
+
+    public List<TransactionalDedupStore.GroupResult> runGroup(List<TransactionalDedupStore.GroupMember> members,
+            TransactionalDedupStore.Savepoints savepoints) {
         ClassLoader caller = PluginContext.enter(loader);
         try {
-            return ((TransactionalDedupStore) store).runGroup(inCaller(members, caller));
+            return ((TransactionalDedupStore) store).runGroup(inCaller(members, caller), savepoints);
         } finally {
             PluginContext.leave(caller);
         }

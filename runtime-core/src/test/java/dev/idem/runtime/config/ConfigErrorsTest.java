@@ -235,6 +235,22 @@ class ConfigErrorsTest {
     }
 
     @Test
+    void groupedTransactionKeysNeedTransactionalModeAndAGroup() {
+        assertThat(problems(withPipelineKeys("transactional.group: 10"))).containsExactly(
+                "pipelines.orders.transactional.group groups the transactions of transactional mode, but"
+                        + " pipelines.orders.transactional is not true; set transactional: true, or remove"
+                        + " transactional.group");
+        assertThat(problems(withPipelineKeys("transactional: true\ntransactional.savepoints: on-failure")))
+                .containsExactly("pipelines.orders.transactional.savepoints: on-failure places the savepoints of"
+                        + " grouped transactions, but pipelines.orders.transactional.group is 1; set"
+                        + " transactional.group above 1 (with transactional: true), or remove transactional.savepoints");
+        assertThat(Configs.load(withPipelineKeys(
+                "transactional: true\ntransactional.group: 10\ntransactional.savepoints: on-failure"))
+                .pipelines().get("orders").groupSavepoints())
+                .isEqualTo(dev.idem.spi.TransactionalDedupStore.Savepoints.ON_FAILURE);
+    }
+
+    @Test
     void maxBackoffBelowInitialBackoffIsACrossKeyError() {
         assertThat(problems(withPipelineKeys("retry:\n  initial-backoff: 5s\n  max-backoff: 1s"))).containsExactly(
                 "Invalid value '1s' for pipelines.orders.retry.max-backoff: must be at least retry.initial-backoff (5s)");

@@ -562,10 +562,19 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
      */
     @Override
     public List<GroupResult> runGroup(List<GroupMember> members) {
+        return runGroup(members, Savepoints.PER_MESSAGE);
+    }
+
+    /**
+     * As {@link #runGroup(List)}; under {@link Savepoints#ON_FAILURE} a member with a locked row and no sequence
+     * guard runs without a savepoint, and when such a member's work throws, the transaction is rolled back and
+     * the group runs again with a savepoint for each member.
+     */
+    @Override
+    public List<GroupResult> runGroup(List<GroupMember> members, Savepoints savepoints) {
         if (members.size() <= 1) {
             return OutboxStore.super.runGroup(members);
         }
-        GroupResult[] results = new GroupResult[members.size()];
         List<ClaimRow> rows = new ArrayList<>(members.size());
         for (GroupMember m : members) {
             if (m.advance() != null) {
@@ -573,6 +582,34 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             }
             rows.add(ClaimRow.completed(m.key(), m.fingerprint(), m.retention(), Tokens.next()));
         }
+        GroupResult[] results = savepoints == Savepoints.ON_FAILURE ? runGroupOnce(members, rows, false) : null;
+        if (results == null) {
+            results = runGroupOnce(members, rows, true);
+        }
+        List<GroupResult> out = new ArrayList<>(members.size());
+        for (int i = 0; i < members.size(); i++) {
+            GroupMember m = members.get(i);
+            if (results[i] == null) {
+                try {
+                    results[i] = new GroupResult.Done(runOnce(m.key(), m.fingerprint(), m.retention(), m.advance(),
+                            m.waitForGaps(), m.work()));
+                } catch (Exception e) {
+                    results[i] = new GroupResult.Failed(e);
+                }
+            }
+            out.add(results[i]);
+        }
+        return out;
+    }
+
+    /**
+     * The group's one transaction; a {@code null} result is a member to run on its own after it. With
+     * {@code everySavepoint} false, a member with a locked row and no sequence guard runs without a savepoint:
+     * when its work throws, the transaction is rolled back and the answer is {@code null}, to run the group
+     * again with them.
+     */
+    private GroupResult[] runGroupOnce(List<GroupMember> members, List<ClaimRow> rows, boolean everySavepoint) {
+        GroupResult[] results = new GroupResult[members.size()];
         Handle handle = open("grouped transactional run");
         try {
             Map<ByteBuffer, StoredRow> locked;
@@ -594,12 +631,16 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
                 } else if (held.live() && held.state() == Dialect.COMPLETED) {
                     results[i] = new GroupResult.Done(held.duplicateOf(row.fingerprint()).fingerprintMatches()
                             ? Outcome.DUPLICATE : Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
-                } else {
+                } else if (everySavepoint || m.advance() != null) {
                     results[i] = runLocked(handle, m, savepoint);
-                    if (results[i] instanceof GroupResult.Done done
-                            && (done.outcome() == Outcome.COMMITTED || done.outcome() == Outcome.STALE)) {
-                        toComplete.add(row);
-                    }
+                } else if (runWithoutSavepoint(handle, m)) {
+                    results[i] = new GroupResult.Done(Outcome.COMMITTED);
+                } else {
+                    return null;
+                }
+                if (held != null && results[i] instanceof GroupResult.Done done
+                        && (done.outcome() == Outcome.COMMITTED || done.outcome() == Outcome.STALE)) {
+                    toComplete.add(row);
                 }
             }
             try {
@@ -609,23 +650,10 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
                 rollback(handle, e);
                 throw failures.of("committing a grouped transaction of " + members.size(), e);
             }
+            return results;
         } finally {
             closeQuietly(handle);
         }
-        List<GroupResult> out = new ArrayList<>(members.size());
-        for (int i = 0; i < members.size(); i++) {
-            GroupMember m = members.get(i);
-            if (results[i] == null) {
-                try {
-                    results[i] = new GroupResult.Done(runOnce(m.key(), m.fingerprint(), m.retention(), m.advance(),
-                            m.waitForGaps(), m.work()));
-                } catch (Exception e) {
-                    results[i] = new GroupResult.Failed(e);
-                }
-            }
-            out.add(results[i]);
-        }
-        return out;
     }
 
     /** Locks the rows of {@code rows}' keys, in statements of at most {@link Dialect#MAX_ROWS_PER_STATEMENT} keys. */
@@ -709,6 +737,27 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         }
         transaction.end();
         return new GroupResult.Done(Outcome.COMMITTED);
+    }
+
+    /**
+     * Runs a member's work with no savepoint of its own: true when it returned; when it threw, the whole
+     * transaction is rolled back and the answer is false.
+     */
+    private boolean runWithoutSavepoint(Handle handle, GroupMember m) {
+        JdbcTransaction transaction = new JdbcTransaction(handle);
+        try {
+            m.work().run(transaction);
+        } catch (Exception e) {
+            transaction.end();
+            rollback(handle, e);
+            return false;
+        } catch (Error e) {
+            transaction.end();
+            rollback(handle, e);
+            throw e;
+        }
+        transaction.end();
+        return true;
     }
 
     /**

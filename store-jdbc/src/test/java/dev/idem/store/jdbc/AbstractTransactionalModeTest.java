@@ -142,6 +142,81 @@ abstract class AbstractTransactionalModeTest {
     }
 
     @Test
+    void savepointsOnFailureRunAGroupWithoutFailuresOnceAndCompleteEveryKey() throws Exception {
+        store.runOnce(key("s-done"), null, RETENTION, insertRow("s-done"));
+        Map<String, AtomicInteger> runs = new java.util.concurrent.ConcurrentHashMap<>();
+        List<TransactionalDedupStore.GroupMember> members = new ArrayList<>();
+        for (String id : List.of("s-1", "s-2", "s-done", "s-3")) {
+            if (!id.equals("s-done")) {
+                claim(key(id));
+            }
+            members.add(member(id, counted(runs, id, insertRow(id))));
+        }
+
+        List<TransactionalDedupStore.GroupResult> results =
+                store.runGroup(members, TransactionalDedupStore.Savepoints.ON_FAILURE);
+
+        assertThat(results).containsExactly(
+                new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED),
+                new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED),
+                new TransactionalDedupStore.GroupResult.Done(Outcome.DUPLICATE),
+                new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED));
+        assertThat(runs).containsOnlyKeys("s-1", "s-2", "s-3");
+        assertThat(runs.values()).allSatisfy(count -> assertThat(count).hasValue(1));
+        assertThat(businessRows()).containsExactlyInAnyOrder("s-done", "s-1", "s-2", "s-3");
+        for (String id : List.of("s-1", "s-2", "s-3")) {
+            assertThat(claim(key(id))).isEqualTo(new Duplicate(true));
+        }
+    }
+
+    /**
+     * A failing member of a group without savepoints rolls the whole first run back; the group then runs with a
+     * savepoint per member, so the members before it run twice and only their second run's writes commit.
+     */
+    @Test
+    void savepointsOnFailureRunTheGroupAgainWithSavepointsWhenAWorkThrows() throws Exception {
+        Map<String, AtomicInteger> runs = new java.util.concurrent.ConcurrentHashMap<>();
+        Acquired failing = null;
+        List<TransactionalDedupStore.GroupMember> members = new ArrayList<>();
+        for (String id : List.of("f-1", "f-2", "f-fails", "f-3")) {
+            ClaimResult claimed = claim(key(id));
+            Work work = insertRow(id);
+            if (id.equals("f-fails")) {
+                failing = (Acquired) claimed;
+                work = tx -> {
+                    insertRow("f-fails").run(tx);
+                    throw new IllegalStateException("fails after its write (test)");
+                };
+            }
+            members.add(member(id, counted(runs, id, work)));
+        }
+
+        List<TransactionalDedupStore.GroupResult> results =
+                store.runGroup(members, TransactionalDedupStore.Savepoints.ON_FAILURE);
+
+        assertThat(results).hasSize(4);
+        assertThat(results.get(2)).isInstanceOfSatisfying(TransactionalDedupStore.GroupResult.Failed.class,
+                f -> assertThat(f.cause()).hasMessageContaining("fails after its write"));
+        assertThat(List.of(results.get(0), results.get(1), results.get(3)))
+                .containsOnly(new TransactionalDedupStore.GroupResult.Done(Outcome.COMMITTED));
+        assertThat(runs.get("f-1")).as("ran before the failure, then again with savepoints").hasValue(2);
+        assertThat(runs.get("f-2")).hasValue(2);
+        assertThat(runs.get("f-fails")).hasValue(2);
+        assertThat(runs.get("f-3")).as("after the failure: only the second run reached it").hasValue(1);
+        assertThat(businessRows()).as("the rolled-back first run left nothing")
+                .containsExactlyInAnyOrder("f-1", "f-2", "f-3");
+        assertThat(store.complete(key("f-fails"), failing.token(), RETENTION))
+                .as("the failed member's claim is exactly as it was").isTrue();
+    }
+
+    private static Work counted(Map<String, AtomicInteger> runs, String id, Work work) {
+        return tx -> {
+            runs.computeIfAbsent(id, ignored -> new AtomicInteger()).incrementAndGet();
+            work.run(tx);
+        };
+    }
+
+    @Test
     void racingGroupsOverClaimedKeysRunEachKeyOnce() throws Exception {
         int keys = 1_000;
         List<ClaimRequest> requests = new ArrayList<>();

@@ -24,7 +24,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * DESIGN.md's transactional mode end to end: two runtimes with the same pipeline (two processes of
  * one service) get every one of 10,000 keys at about the same time, and their handler writes one
  * business row per message in the store's transaction, failing at random 10 % of the time after the
- * write. With {@code transactional.group} above 1 the runs share transactions, each under a savepoint.
+ * write. With {@code transactional.group} above 1 the runs share transactions, each under a savepoint
+ * ({@code per-message}), or under none until a failure rolls the group back and runs it again with them
+ * ({@code on-failure}).
  * Exactly one business row per key must remain: the failed runs rolled back, and the losing
  * copy of each race was deferred while the key was claimed (or waited on its row while the winner's
  * transaction ran) and was then found a duplicate.
@@ -36,9 +38,12 @@ class TransactionalPipelineRaceTest {
     @TempDir
     Path h2Directory;
 
-    @ParameterizedTest(name = "{0}, transactional.group {1}")
-    @CsvSource({"postgresql, 1", "mariadb, 1", "h2, 1", "postgresql, 25", "mariadb, 25", "h2, 25"})
-    void twoPipelinesRacingOverTheSameKeysLeaveExactlyOneBusinessRowPerKey(String database, int group) {
+    @ParameterizedTest(name = "{0}, transactional.group {1}, savepoints {2}")
+    @CsvSource({"postgresql, 1, per-message", "mariadb, 1, per-message", "h2, 1, per-message",
+            "postgresql, 25, per-message", "mariadb, 25, per-message", "h2, 25, per-message",
+            "postgresql, 25, on-failure", "mariadb, 25, on-failure"})
+    void twoPipelinesRacingOverTheSameKeysLeaveExactlyOneBusinessRowPerKey(String database, int group,
+            String savepoints) {
         TestDatabase db = switch (database) {
             case "postgresql" -> TestDatabase.postgres();
             case "mariadb" -> TestDatabase.mariadb();
@@ -54,8 +59,8 @@ class TransactionalPipelineRaceTest {
             }
         }
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        IdemRuntime a = start(db, "in-a", broker, business, meters, group);
-        IdemRuntime b = start(db, "in-b", broker, business, meters, group);
+        IdemRuntime a = start(db, "in-a", broker, business, meters, group, savepoints);
+        IdemRuntime b = start(db, "in-b", broker, business, meters, group, savepoints);
         try {
             await().atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(200)).until(() ->
                     broker.depth("in-a") + broker.depth("in-b") + broker.unsettled("in-a") + broker.unsettled("in-b") == 0);
@@ -80,7 +85,7 @@ class TransactionalPipelineRaceTest {
     }
 
     private static IdemRuntime start(TestDatabase db, String source, InMemoryBroker broker, String business,
-            SimpleMeterRegistry meters, int group) {
+            SimpleMeterRegistry meters, int group, String savepoints) {
         String yaml = """
                 broker: { type: memory }
                 store:
@@ -95,13 +100,15 @@ class TransactionalPipelineRaceTest {
                     source: %s
                     transactional: true
                     transactional.group: %d
+                    transactional.savepoints: %s
                     ordering: none
                     concurrency: 4
                     retry:
                       max-attempts: 30
                       initial-backoff: 1ms
                       max-backoff: 5ms
-                """.formatted(db.url, db.username == null ? "" : "username: " + db.username, db.table, source, group);
+                """.formatted(db.url, db.username == null ? "" : "username: " + db.username, db.table, source, group,
+                        savepoints);
         return Idem.builder().configYaml(yaml).env(Map.of())
                 .broker("memory", broker.connect())
                 .meterRegistry(meters)
