@@ -29,8 +29,10 @@ import java.util.ServiceLoader;
  * <p>PostgreSQL at {@code IDEM_BENCH_POSTGRES_URL} (default {@code jdbc:postgresql://127.0.0.1:5432/test}, user
  * postgres). Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaTransactionalBenchmark [messages=100000]
- * [rounds=3]}; {@code -Didem.bench.groups=10,100} runs other group sizes, {@code -Didem.bench.settings=...} adds
- * pipeline settings (YAML lines, {@code \n} between them).
+ * [rounds=3]}; {@code -Didem.bench.groups=10,100} runs other group sizes,
+ * {@code -Didem.bench.savepoints=per-message,on-failure} runs each group above 1 with each
+ * {@code transactional.savepoints}, {@code -Didem.bench.settings=...} adds pipeline settings (YAML lines, {@code \n}
+ * between them).
  */
 public final class KafkaTransactionalBenchmark {
 
@@ -39,6 +41,9 @@ public final class KafkaTransactionalBenchmark {
     /** The group sizes to run, {@code -Didem.bench.groups=1,10,100} by default; the first is the reference. */
     private static final int[] GROUPS = java.util.Arrays.stream(System.getProperty("idem.bench.groups", "1,10,100")
             .split(",")).mapToInt(Integer::parseInt).toArray();
+    /** The {@code transactional.savepoints} values each group above 1 runs with. */
+    private static final List<String> SAVEPOINTS = List.of(System.getProperty("idem.bench.savepoints", "per-message")
+            .split(","));
     private static final String POSTGRES_URL = System.getenv().getOrDefault("IDEM_BENCH_POSTGRES_URL",
             "jdbc:postgresql://127.0.0.1:5432/test");
 
@@ -63,48 +68,59 @@ public final class KafkaTransactionalBenchmark {
             Map<String, Side> sides = new LinkedHashMap<>();
             sides.put("raw", run -> EndToEnd.rate(messages,
                     KafkaEndToEndBenchmark.raw(kafka, topic, messages, distinct, run)));
+            List<String> variants = new java.util.ArrayList<>();
             for (int group : GROUPS) {
-                sides.put("group-" + group, run -> {
-                    String table = "idem_txbench" + ProcessHandle.current().pid() + "r" + runs[0]++;
-                    String business = table + "_business";
-                    execute("CREATE TABLE " + business + " (id text NOT NULL, payload bytea NOT NULL)");
-                    try {
-                        MessageHandler handler = (message, context) -> {
-                            Connection c = context.transaction(Connection.class).orElseThrow();
-                            try (PreparedStatement insert = c.prepareStatement("INSERT INTO " + business
-                                    + " (id, payload) VALUES (?, ?)")) {
-                                insert.setString(1, message.idempotencyKey().orElseThrow());
-                                insert.setBytes(2, message.payload());
-                                insert.executeUpdate();
+                for (String savepoints : group == 1 ? List.of("per-message") : SAVEPOINTS) {
+                    String variant = variant(group, savepoints);
+                    variants.add(variant);
+                    sides.put(variant, run -> {
+                        String table = "idem_txbench" + ProcessHandle.current().pid() + "r" + runs[0]++;
+                        String business = table + "_business";
+                        execute("CREATE TABLE " + business + " (id text NOT NULL, payload bytea NOT NULL)");
+                        try {
+                            MessageHandler handler = (message, context) -> {
+                                Connection c = context.transaction(Connection.class).orElseThrow();
+                                try (PreparedStatement insert = c.prepareStatement("INSERT INTO " + business
+                                        + " (id, payload) VALUES (?, ?)")) {
+                                    insert.setString(1, message.idempotencyKey().orElseThrow());
+                                    insert.setBytes(2, message.payload());
+                                    insert.executeUpdate();
+                                }
+                            };
+                            long nanos = KafkaBench.timeIdem(kafka, "tx-" + group + "-" + run, topic,
+                                    "transactional: true\ntransactional.group: " + group
+                                            + (group == 1 ? "" : "\ntransactional.savepoints: " + savepoints)
+                                            + "\nretention: 10m" + EXTRA,
+                                    messages, handler, "jdbc", storeSection, store(table));
+                            long rows = count(business);
+                            if (rows != distinct) {
+                                throw new IllegalStateException(variant + ": " + rows + " business rows for "
+                                        + distinct + " distinct IDs");
                             }
-                        };
-                        long nanos = KafkaBench.timeIdem(kafka, "tx-" + group + "-" + run, topic,
-                                "transactional: true\ntransactional.group: " + group + "\nretention: 10m" + EXTRA,
-                                messages, handler, "jdbc", storeSection, store(table));
-                        long rows = count(business);
-                        if (rows != distinct) {
-                            throw new IllegalStateException("group " + group + ": " + rows + " business rows for "
-                                    + distinct + " distinct IDs");
+                            return EndToEnd.rate(messages, nanos);
+                        } finally {
+                            for (String t : List.of(business, table, table + "_outbox", table + "_seq")) {
+                                execute("DROP TABLE IF EXISTS " + t);
+                            }
                         }
-                        return EndToEnd.rate(messages, nanos);
-                    } finally {
-                        for (String t : List.of(business, table, table + "_outbox", table + "_seq")) {
-                            execute("DROP TABLE IF EXISTS " + t);
-                        }
-                    }
-                });
+                    });
+                }
             }
             Map<String, List<Double>> rates = EndToEnd.alternate("postgresql-transactional", 0, rounds, sides);
             double raw = EndToEnd.median(rates.get("raw"));
             System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
-            double single = EndToEnd.median(rates.get("group-" + GROUPS[0]));
-            for (int group : GROUPS) {
-                double rate = EndToEnd.median(rates.get("group-" + group));
-                System.out.printf("transactional.group %d: %,.0f msg/s (%.3f× raw, %.2f× group %d)%n", group, rate,
-                        rate / raw, rate / single, GROUPS[0]);
+            double first = EndToEnd.median(rates.get(variants.get(0)));
+            for (String variant : variants) {
+                double rate = EndToEnd.median(rates.get(variant));
+                System.out.printf("%s: %,.0f msg/s (%.3f× raw, %.2f× %s)%n", variant, rate, rate / raw, rate / first,
+                        variants.get(0));
             }
             System.out.printf("raw: %,.0f msg/s%n", raw);
         }
+    }
+
+    private static String variant(int group, String savepoints) {
+        return "group-" + group + (savepoints.equals("per-message") ? "" : " " + savepoints);
     }
 
     private static DedupStore store(String table) {
