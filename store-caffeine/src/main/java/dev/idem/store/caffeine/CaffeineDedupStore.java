@@ -1,9 +1,5 @@
 package dev.idem.store.caffeine;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.Expiry;
-import com.github.benmanes.caffeine.cache.Policy;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ClaimResult.Acquired;
@@ -44,17 +40,17 @@ import java.util.function.Supplier;
  * <p><b>Tiers.</b> Claims live in a plain {@link ConcurrentHashMap}, never bounded: they are few (at
  * most the runtimes' in-flight messages plus abandoned claims not yet forgotten), and evicting one would
  * let a second consumer acquire a key whose handler is still running, the one thing this store exists to
- * prevent. Only completed keys go into a Caffeine cache bounded by {@code maximum-size}, each expiring at
- * the end of its retention; losing one to the bound only means a late redelivery of it runs again, the
- * documented cost of a bound. So a message costs one bounded write (its completion) and not two: the
- * bounded cache's upkeep (write buffer, timer wheel, maintenance) is what dominated the per-message path.
+ * prevent. Only completed keys go into the bounded tier, {@link CompletedKeys}, at most {@code maximum-size}
+ * of them, forgotten oldest-completed first and each at the end of its retention; losing one to the bound
+ * only means a late redelivery of it runs again, the documented cost of a bound. So a message costs one
+ * bounded write (its completion) and not two.
  *
  * <p><b>Why every operation is atomic per key across the tiers.</b> Every change of a key runs inside
  * {@code claims.compute} for that key, which the map serializes per key, and the changes that involve the
  * completed tier make their read or write of it inside that same compute: a claim re-reads it before
  * creating a claim, {@code complete} writes it, {@code delete} removes from it. Two changes of one key
  * therefore never interleave, and each sees the other wholly or not at all. Nothing else writes to the
- * completed tier; Caffeine only removes from it (retention, size bound), and a completed key going absent
+ * completed tier; its own upkeep only removes from it (retention, size bound), and a completed key going absent
  * is a transition of its own that needs no claim-map lock. From this follows the invariant every
  * operation relies on: a key never holds both a remembered claim and a live completion (a claim is created
  * only under the lock, after finding no completion; a completion only under the lock, by {@code complete}
@@ -79,9 +75,9 @@ import java.util.function.Supplier;
  * its time ran out. All time arithmetic is on differences of ticker readings, which may
  * be negative and may wrap, as {@link System#nanoTime()}'s may.
  *
- * <p><b>Locks.</b> Under a claim-map lock the store calls into Caffeine, whose maintenance may then run on
- * this thread (on {@code executor(Runnable::run)}); Caffeine never calls back into the claim map (no
- * listener, nothing in the expiry), so the lock order is always claim map, then cache, and cannot cycle.
+ * <p><b>Locks.</b> Under a claim-map lock the store calls into the completed tier, which may forget other
+ * keys' completions there and never calls back into the claim map, so the lock order is always claim map,
+ * then completed tier, and cannot cycle.
  *
  * <p>{@code recordStart} replaces the owner's claim with one counting a start more and keeping every
  * deadline; a takeover carries the count over to the new owner's claim, and a release or the claim being
@@ -113,7 +109,7 @@ import java.util.function.Supplier;
 final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupStore {
 
     // Durations are capped so that a lease plus a retention still fits a signed difference of
-    // nanoTime readings (Caffeine caps expiry at about 146 years itself).
+    // nanoTime readings.
     private static final long MAX_NANOS = Long.MAX_VALUE >> 2;
     private static final long MAX_SECONDS = MAX_NANOS / 1_000_000_000L;
 
@@ -126,30 +122,12 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     private static final Duplicate MATCHES = new Duplicate(true);
     private static final Duplicate DIFFERS = new Duplicate(false);
 
-    private static final Expiry<StoreKey, Done> UNTIL_RETENTION_ENDS = new Expiry<>() {
-        @Override
-        public long expireAfterCreate(StoreKey key, Done done, long currentTime) {
-            return Math.max(0L, done.expiresAt - currentTime);
-        }
-
-        @Override
-        public long expireAfterUpdate(StoreKey key, Done done, long currentTime, long currentDuration) {
-            return Math.max(0L, done.expiresAt - currentTime);
-        }
-
-        @Override
-        public long expireAfterRead(StoreKey key, Done done, long currentTime, long currentDuration) {
-            return currentDuration;
-        }
-    };
-
     private final LongSupplier ticker;
     private final long maximumSize;
     /** Claimed keys, remembered or not yet swept; never bounded. */
     private final ConcurrentHashMap<StoreKey, Claim> claims = new ConcurrentHashMap<>();
-    /** Completed keys, bounded by maximum-size and expiring at the end of their retention. */
-    private final Cache<StoreKey, Done> completed;
-    private final Policy<StoreKey, Done> completedPolicy;
+    /** Completed keys, bounded by maximum-size (oldest-completed forgotten first) and expiring at the end of their retention. */
+    private final CompletedKeys completed;
     private final Tokens tokens = new Tokens();
     private final Watermarks watermarks;
     private final AtomicBoolean sweeping = new AtomicBoolean();
@@ -161,24 +139,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     CaffeineDedupStore(long maximumSize, int initialCapacity, LongSupplier ticker) {
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.maximumSize = maximumSize;
-        Caffeine<StoreKey, Done> builder = Caffeine.newBuilder()
-                .ticker(ticker::getAsLong)
-                // Maintenance (eviction, expiry, the frequency sketch) runs on the writing thread that
-                // finds it due, under Caffeine's try-lock. On the default executor (the common pool, a
-                // single thread on two cores) it fell behind under a hundred writers, whose full write
-                // buffer then made every one of them wait on the eviction lock. Answers never depend on
-                // it: an expired entry reads as absent before maintenance removes it. Tests call
-                // cleanUp() to see its effects.
-                .executor(Runnable::run)
-                // Only completed keys are in this cache, so the bound counts only them: a claim, in the
-                // claim map, is never evicted.
-                .maximumSize(maximumSize)
-                .expireAfter(UNTIL_RETENTION_ENDS);
-        if (initialCapacity > 0) {
-            builder.initialCapacity(initialCapacity);
-        }
-        this.completed = builder.build();
-        this.completedPolicy = completed.policy();
+        this.completed = new CompletedKeys(maximumSize, initialCapacity, ticker);
         this.watermarks = new Watermarks(ticker);
     }
 
@@ -216,7 +177,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
      * @param earlier the results of this batch so far, or {@code null} for a batch of one
      */
     private ClaimResult claim(ClaimRequest request, long token, ClaimResult[] earlier, int count) {
-        Done done = completed.getIfPresent(request.key());
+        Done done = completed.get(request.key());
         if (done != null) {
             return duplicate(done, request.fingerprint());
         }
@@ -313,7 +274,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             }
         }
         long done = 0;
-        for (Done entry : completed.asMap().values()) {
+        for (Done entry : completed.all()) {
             if (entry.liveAt(now)) {
                 done++;
             }
@@ -341,10 +302,9 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
                         wallNow.plusNanos(claim.leaseUntil - now)));
             }
         }
-        for (Map.Entry<StoreKey, Done> entry : completed.asMap().entrySet()) {
-            Done done = entry.getValue();
+        for (Done done : completed.all()) {
             if (done.liveAt(now)) {
-                more |= offer(page, limit, entry.getKey(), namespace, filter, cursor, () -> new StoredKey(
+                more |= offer(page, limit, done.key, namespace, filter, cursor, () -> new StoredKey(
                         StoredKey.State.COMPLETED, done.attempts, done.fingerprint,
                         wallNow.plusNanos(done.expiresAt - now)));
             }
@@ -395,9 +355,9 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         }
         long withinNanos = nanos(within);
         long deleted = 0;
-        for (Map.Entry<StoreKey, Done> entry : completed.asMap().entrySet()) {
-            StoreKey key = entry.getKey();
-            if (key.namespace().equals(namespace) && qualifies(entry.getValue(), ticker.getAsLong(), withinNanos)) {
+        for (Done entry : completed.all()) {
+            StoreKey key = entry.key;
+            if (key.namespace().equals(namespace) && qualifies(entry, ticker.getAsLong(), withinNanos)) {
                 PurgeOne op = new PurgeOne(withinNanos);
                 claims.compute(key, op);
                 if (op.deleted && ++deleted == limit) {
@@ -415,20 +375,19 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     @Override
     public void close() {
         claims.clear();
-        completed.invalidateAll();
-        completed.cleanUp();
+        completed.clear();
         watermarks.clear();
     }
 
     /** Runs pending evictions and expirations of the completed tier now; for tests. */
     void cleanUp() {
-        completed.cleanUp();
+        completed.removeExpired();
     }
 
     /** How many completed keys are held: what the size bound applies to; for tests. */
     long completedCount() {
-        completed.cleanUp();
-        return completed.estimatedSize();
+        completed.removeExpired();
+        return completed.size();
     }
 
     /** How many claims the claim map holds, including any not yet swept after they were forgotten; for tests. */
@@ -533,12 +492,14 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
 
     /** A completed key. Immutable. */
     static final class Done {
+        final StoreKey key;
         final long token;
         final int attempts;
         final String fingerprint;
         final long expiresAt;
 
-        Done(long token, int attempts, String fingerprint, long expiresAt) {
+        Done(StoreKey key, long token, int attempts, String fingerprint, long expiresAt) {
+            this.key = key;
             this.token = token;
             this.attempts = attempts;
             this.fingerprint = fingerprint;
@@ -573,7 +534,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         public Claim apply(StoreKey key, Claim claim) {
             long now = ticker.getAsLong();
             if (claim == null) {
-                Done done = completed.getIfPresent(key);
+                Done done = completed.get(key, now);
                 if (done != null) {
                     result = duplicate(done, request.fingerprint());
                     return null;
@@ -633,7 +594,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         public Claim apply(StoreKey key, Claim claim) {
             if (claim == null) {
                 // A retry by the owner whose completion already landed succeeds again.
-                Done already = completed.getIfPresent(key);
+                Done already = completed.get(key);
                 done = already != null && already.token == token;
                 if (done && advance != null) {
                     watermarks.raise(advance);
@@ -651,7 +612,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
                 watermarks.raise(advance);
             }
             if (retention > 0) {
-                completed.put(key, new Done(token, claim.attempts, claim.fingerprint, now + retention));
+                completed.put(new Done(key, token, claim.attempts, claim.fingerprint, now + retention), now);
             }
             done = true;
             return null;
@@ -711,8 +672,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
                 }
                 return claim;
             }
-            // Quietly: an operator's look is no access that should keep the key from eviction.
-            Done done = completedPolicy.getIfPresentQuietly(key);
+            Done done = completed.get(key, now);
             if (done != null && done.liveAt(now)) {
                 seen = new StoredKey(StoredKey.State.COMPLETED, done.attempts, done.fingerprint,
                         Instant.now().plusNanos(done.expiresAt - now));
@@ -728,7 +688,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         @Override
         public Claim apply(StoreKey key, Claim claim) {
             long now = ticker.getAsLong();
-            Done done = completed.asMap().remove(key);
+            Done done = completed.remove(key);
             wasLive = claim != null ? claim.leasedAt(now) : done != null && done.liveAt(now);
             return null;
         }
@@ -748,9 +708,9 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
 
         @Override
         public Claim apply(StoreKey key, Claim claim) {
-            Done done = completedPolicy.getIfPresentQuietly(key);
+            Done done = completed.get(key);
             if (claim == null && done != null && qualifies(done, ticker.getAsLong(), withinNanos)) {
-                deleted = completed.asMap().remove(key, done);
+                deleted = completed.remove(key, done);
             }
             return claim;
         }

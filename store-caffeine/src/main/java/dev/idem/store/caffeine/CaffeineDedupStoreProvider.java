@@ -9,7 +9,7 @@ import dev.idem.spi.StoreContext;
 import java.util.Objects;
 
 /**
- * The {@code caffeine} dedup store: keys kept in this process's memory, in a Caffeine cache.
+ * The {@code caffeine} dedup store: keys kept in this process's memory.
  *
  * <p>Fast (no network round trip) and needs no server, but it remembers keys only within one
  * process and only until it stops: a redelivery to another instance of the service, or after a
@@ -18,10 +18,11 @@ import java.util.Objects;
  *
  * <p>Leases and retention run on {@link StoreContext#nanoTicker()}. Claimed keys are always kept
  * (a running handler is never forgotten); completed keys are kept for their retention, at most
- * {@code maximum-size} of them. When that bound is reached Caffeine evicts completed keys by its
- * size policy (recently written keys are favoured, but it is not strictly oldest-first), and a
- * redelivery of an evicted key runs its handler again. Size the bound above completed messages per
- * second times retention so that it is never reached in steady state.
+ * {@code maximum-size} of them. Past that bound the keys completed longest ago are forgotten
+ * first, and a redelivery of a forgotten key runs its handler again. Size the bound above completed
+ * messages per second times retention so that it is never reached in steady state. (The store keeps
+ * its name from the Caffeine cache it was built on; its sequence watermarks are still one, its completed
+ * keys no longer: see {@link CompletedKeys} for why.)
  *
  * <p>The store it creates is also an {@link dev.idem.spi.InspectableDedupStore}: {@code stats} visits
  * every key in memory and is never truncated.
@@ -38,8 +39,8 @@ public final class CaffeineDedupStoreProvider implements DedupStoreProvider {
             .defaultValue(1_000_000L)
             .atLeast(1L)
             .doc("How many completed keys are remembered at most. Keys still being processed are not counted "
-                    + "and never evicted. Past this bound the least valuable completed keys are forgotten "
-                    + "before their retention ends, and a redelivery of one of them runs its handler again: "
+                    + "and never evicted. Past this bound the keys completed longest ago are "
+                    + "forgotten first, before their retention ends, and a redelivery of one of them runs its handler again: "
                     + "size it above completed messages per second times the retention.");
 
     /** {@code store.caffeine.initial-capacity}: how many keys to size the table for up front. */

@@ -65,6 +65,31 @@ class CaffeineDedupStoreTest extends InspectableDedupStoreContract {
     }
 
     @Test
+    void sizeBoundForgetsTheOldestCompletionsFirst() {
+        // A redelivery comes soon after the first delivery: the bound must drop the oldest completions,
+        // whatever was read in between, never a fresh one.
+        CaffeineDedupStore store = store(1_000);
+        List<StoreKey> done = keys("done", 20_000);
+        Random random = new Random(11);
+        for (int i = 0; i < done.size(); i++) {
+            Acquired owner = (Acquired) claimOne(store, done.get(i));
+            assertThat(store.complete(done.get(i), owner.token(), RETENTION)).isTrue();
+            if (i > 0 && random.nextInt(10) == 0) {
+                assertThat(claimOne(store, done.get(i - 1 - random.nextInt(Math.min(i, 100)))))
+                        .isInstanceOf(Duplicate.class);
+            }
+        }
+
+        assertThat(store.completedCount()).isEqualTo(1_000);
+        for (StoreKey key : done.subList(done.size() - 1_000, done.size())) {
+            assertThat(claimOne(store, key)).as("claim of %s, among the last 1,000 completed", key.id())
+                    .isInstanceOf(Duplicate.class);
+        }
+        assertThat(claimOne(store, done.get(done.size() - 1_001))).as("the newest key past the bound")
+                .isInstanceOf(Acquired.class);
+    }
+
+    @Test
     void keyRepeatedInBatchIsAcquiredOnceEvenIfItsLeaseEndsWithinTheBatch() {
         // Every reading of this clock is a millisecond after the last, so a 1ns lease has always
         // ended by the next request of the batch.
