@@ -146,15 +146,13 @@ final class CompletedKeys {
     }
 
     private void forgetOldest(long now) {
+        // A stale head (its key deleted or completed again since) is only dropped: its remove finds another value.
         while (tail != head) {
             CaffeineDedupStore.Done oldest = ring[(int) (head & (ring.length - 1))];
-            if (byKey.get(oldest.key) != oldest) {
-                pop();
-            } else if (byKey.mappingCount() > maximumSize || !oldest.liveAt(now)) {
-                forget(pop());
-            } else {
+            if (byKey.mappingCount() <= maximumSize && oldest.liveAt(now)) {
                 break;
             }
+            forget(pop());
         }
         long length = tail - head;
         if (length > MIN_COMPACT && length > 2 * byKey.mappingCount()) {
