@@ -84,8 +84,8 @@ public class PipelineBenchmark {
     @Param({"caffeine"})
     String store;
 
-    /** {@code commit.batch-size}: 256 (the default) batches completions through the committer; 1 completes each on its worker. */
-    @Param({"256", "1"})
+    /** {@code commit.batch-size}: 100 (the default) batches completions through the committers; 1 completes each on its worker. */
+    @Param({"100", "1"})
     int commitBatchSize;
 
     /**

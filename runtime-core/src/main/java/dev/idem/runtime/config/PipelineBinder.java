@@ -223,7 +223,8 @@ final class PipelineBinder {
                 c.get(HANDLER_TIMEOUT),
                 new RetryPolicy(c.get(RETRY_MAX_ATTEMPTS), c.get(RETRY_INITIAL_BACKOFF), c.get(RETRY_MAX_BACKOFF),
                         c.get(RETRY_MULTIPLIER), c.get(RuntimeConfigSpecs.RETRY_CONFLICT_ATTEMPTS)),
-                new CommitPolicy(c.get(RuntimeConfigSpecs.COMMIT_LINGER), c.get(RuntimeConfigSpecs.COMMIT_BATCH_SIZE)),
+                new CommitPolicy(c.get(RuntimeConfigSpecs.COMMIT_LINGER), c.get(RuntimeConfigSpecs.COMMIT_BATCH_SIZE),
+                        c.get(RuntimeConfigSpecs.COMMIT_WRITERS)),
                 c.get(MAX_DELIVERIES),
                 c.get(DEAD_LETTER),
                 c.get(TRANSACTIONAL),
@@ -267,6 +268,7 @@ final class PipelineBinder {
         if (p.commit() != null) {
             v.put(RuntimeConfigSpecs.COMMIT_LINGER.name(), p.commit().linger());
             v.put(RuntimeConfigSpecs.COMMIT_BATCH_SIZE.name(), p.commit().batchSize());
+            v.put(RuntimeConfigSpecs.COMMIT_WRITERS.name(), p.commit().writers());
         }
         v.put(MAX_DELIVERIES.name(), p.maxDeliveries());
         v.put(DEAD_LETTER.name(), p.deadLetter());

@@ -153,9 +153,16 @@ public final class RuntimeConfigSpecs {
                     + " crash re-runs a handled message by at most this much plus one store round trip.");
 
     public static final ConfigKey<Integer> COMMIT_BATCH_SIZE = ConfigKey.integer("commit.batch-size")
-            .defaultValue(256).atLeast(1).atMost(10_000)
+            .defaultValue(100).atLeast(1).atMost(10_000)
             .doc("Plain mode: the most completions in one store write; 1 completes each key on its own, on the"
                     + " worker that ran it.");
+
+    public static final ConfigKey<Integer> COMMIT_WRITERS = ConfigKey.integer("commit.writers")
+            .defaultValue(3).atLeast(1).atMost(16)
+            .doc("Plain mode with `commit.batch-size` above 1: how many completion batches are written to the store"
+                    + " at once, each on a connection of its own. A further batch goes while another is being written"
+                    + " only once it is full, so batches stay large and a second write starts only when completions"
+                    + " come faster than one writer stores them. 1 writes one batch at a time.");
 
     public static final ConfigKey<Integer> MAX_DELIVERIES = ConfigKey.integer("max-deliveries").defaultValue(5)
             .atLeast(1).atMost(1000)
@@ -252,6 +259,7 @@ public final class RuntimeConfigSpecs {
             .define(RETRY_CONFLICT_ATTEMPTS)
             .define(COMMIT_LINGER)
             .define(COMMIT_BATCH_SIZE)
+            .define(COMMIT_WRITERS)
             .define(MAX_DELIVERIES)
             .define(DEAD_LETTER)
             .define(TRANSACTIONAL)

@@ -16,13 +16,16 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Plain mode's completions, written in batches: a worker whose handler succeeded hands the work over
- * and returns {@link Step#AWAIT}, so its key holds while the worker runs other keys; one committer
+ * and returns {@link Step#AWAIT}, so its key holds while the worker runs other keys; a committer
  * thread sends the gathered completions in one {@code completeAll} call and settles each work by its
  * own result, then resumes its key. A message is acked only after its own completion is stored.
  *
  * <p>A batch goes when it is full, when the {@link CommitPolicy#linger() linger} has passed since its
  * first completion, or at once when no handler of the pipeline is running, since then no completion
- * could join it. While a batch is written, the next gathers. Thread-safe.
+ * could join it. While a batch is written, the next gathers. There are {@link CommitPolicy#writers()}
+ * committers: while one writes, another sends the next batch only once it is full, so extra writers add
+ * store writes in parallel only when completions come faster than one writer stores them, and batches
+ * stay as large as with one. Thread-safe.
  */
 final class GroupCommit {
 
@@ -37,8 +40,10 @@ final class GroupCommit {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition arrived = lock.newCondition();
     private final ArrayDeque<Work> pending = new ArrayDeque<>();
-    private final Thread committer;
+    private final List<Thread> committers = new ArrayList<>();
     private long firstPendingAt;
+    /** How many committers are writing a batch; guarded by {@code lock}. */
+    private int writing;
     private boolean closed;
 
     GroupCommit(PipelineState state, Settlement settle, KeyScheduler scheduler) {
@@ -48,9 +53,12 @@ final class GroupCommit {
         CommitPolicy policy = state.config.commit();
         this.batchSize = policy.batchSize();
         this.lingerNanos = policy.linger().toNanos();
-        this.committer = new Thread(this::commitLoop, "idem-" + state.name + "-commit");
-        committer.setDaemon(true);
-        committer.start();
+        for (int i = 1; i <= policy.writers(); i++) {
+            Thread committer = new Thread(this::commitLoop, "idem-" + state.name + "-commit" + (i == 1 ? "" : "-" + i));
+            committer.setDaemon(true);
+            committers.add(committer);
+        }
+        committers.forEach(Thread::start);
     }
 
     /** Takes the completion of a work whose handler succeeded under its claim; its key waits for {@link KeyScheduler#resume}. */
@@ -78,12 +86,15 @@ final class GroupCommit {
         lock.lock();
         try {
             closed = true;
-            arrived.signal();
+            arrived.signalAll();
         } finally {
             lock.unlock();
         }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         try {
-            committer.join(TimeUnit.SECONDS.toMillis(30));
+            for (Thread committer : committers) {
+                TimeUnit.NANOSECONDS.timedJoin(committer, Math.max(1, deadline - System.nanoTime()));
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -91,17 +102,27 @@ final class GroupCommit {
 
     private void commitLoop() {
         List<Work> batch = new ArrayList<>(batchSize);
+        boolean wrote = false;
         while (true) {
             lock.lock();
             try {
+                if (wrote) {
+                    writing--;
+                    wrote = false;
+                }
                 if (!awaitBatch()) {
                     return;
                 }
                 for (int i = 0; i < batchSize && !pending.isEmpty(); i++) {
                     batch.add(pending.pollFirst());
                 }
+                writing++;
+                wrote = true;
                 // The rest waited already; they go with the next batch at the latest one linger from now.
                 firstPendingAt = System.nanoTime();
+                if (pending.size() >= batchSize) {
+                    arrived.signal();
+                }
             } finally {
                 lock.unlock();
             }
@@ -120,26 +141,36 @@ final class GroupCommit {
         }
     }
 
-    /** Waits until a batch should go; false once closed with nothing pending. Under the lock. */
+    /**
+     * Waits until a batch should go; false once closed with nothing pending. While another committer writes,
+     * only a full batch goes. Under the lock.
+     */
     private boolean awaitBatch() {
-        while (pending.isEmpty()) {
-            if (closed) {
-                return false;
+        while (true) {
+            if (pending.isEmpty()) {
+                if (closed) {
+                    return false;
+                }
+                arrived.awaitUninterruptibly();
+                continue;
             }
-            arrived.awaitUninterruptibly();
-        }
-        while (!closed && pending.size() < batchSize && scheduler.running() > 0) {
+            if (closed || pending.size() >= batchSize) {
+                return true;
+            }
+            if (writing > 0) {
+                arrived.awaitUninterruptibly();
+                continue;
+            }
             long left = firstPendingAt + lingerNanos - System.nanoTime();
-            if (left <= 0) {
-                break;
+            if (left <= 0 || scheduler.running() == 0) {
+                return true;
             }
             try {
                 arrived.awaitNanos(left);
             } catch (InterruptedException e) {
-                break;
+                return true;
             }
         }
-        return true;
     }
 
     /** Completes the batch, asking again for keys whose write failed; settles and resumes every work. */

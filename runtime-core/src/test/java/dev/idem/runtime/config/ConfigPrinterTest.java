@@ -49,10 +49,12 @@ class ConfigPrinterTest {
                       conflict-attempts: 5
                     commit:
                       linger: 1ms
-                      batch-size: 256
+                      batch-size: 100
+                      writers: 3
                     max-deliveries: 5
                     transactional: false
                     transactional.group: 1
+                    transactional.savepoints: per-message
                     emit:
                       id-header: message-id
                 runtime:

@@ -139,6 +139,118 @@ class GroupCommitTest {
         assertThat(runs.get("other")).hasValue(1);
     }
 
+    @Test
+    void whileOneBatchIsWrittenAFurtherWriterSendsTheNextOnlyOnceItIsFull() throws Exception {
+        GatedStore store = new GatedStore(harness.store);
+        IdemRuntime runtime = harness.start(PipelineHarness.pipeline("""
+                concurrency: 8
+                commit:
+                  linger: 1ms
+                  batch-size: 4
+                  writers: 2
+                """), counting(), store, new SimpleMeterRegistry());
+        publish("first", "first", "first");
+        await().until(() -> store.calls.get() == 1);
+
+        for (String id : List.of("a", "b", "c")) {
+            publish(id, id, id);
+        }
+        await().until(() -> runs.size() == 4);
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(5)).until(() -> store.calls.get() == 1);
+
+        publish("d", "d", "d");
+        await().until(() -> store.calls.get() == 2);
+        assertThat(store.mostAtOnce).as("the full batch went beside the blocked one").hasValue(2);
+        assertThat(store.batchSizes).containsExactly(1, 4);
+        await().until(() -> count(runtime, "processed") == 4);
+
+        store.open.countDown();
+        await().until(() -> count(runtime, "processed") == 5);
+        assertThat(runs.values()).allSatisfy(n -> assertThat(n).hasValue(1));
+        assertThat(harness.broker.depth(QUEUE) + harness.broker.unsettled(QUEUE)).isZero();
+    }
+
+    @Test
+    void withOneWriterTheNextBatchWaitsForTheWriteInFlightEvenWhenFull() throws Exception {
+        GatedStore store = new GatedStore(harness.store);
+        IdemRuntime runtime = harness.start(PipelineHarness.pipeline("""
+                concurrency: 8
+                commit:
+                  linger: 1ms
+                  batch-size: 4
+                  writers: 1
+                """), counting(), store, new SimpleMeterRegistry());
+        publish("first", "first", "first");
+        await().until(() -> store.calls.get() == 1);
+        for (int i = 0; i < 8; i++) {
+            publish("k-" + i, "k-" + i, "k-" + i);
+        }
+        await().until(() -> runs.size() == 9);
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(5)).until(() -> store.calls.get() == 1);
+        assertThat(count(runtime, "processed")).isZero();
+
+        store.open.countDown();
+        await().until(() -> count(runtime, "processed") == 9);
+        assertThat(store.mostAtOnce).hasValue(1);
+        assertThat(store.batchSizes).containsExactly(1, 4, 4);
+    }
+
+    /** Delegates to a real store; its first {@code completeAll} waits until {@link #open} opens. */
+    private static final class GatedStore implements DedupStore {
+        final DedupStore delegate;
+        final java.util.concurrent.CountDownLatch open = new java.util.concurrent.CountDownLatch(1);
+        final AtomicInteger calls = new AtomicInteger();
+        final AtomicInteger writing = new AtomicInteger();
+        final AtomicInteger mostAtOnce = new AtomicInteger();
+        final List<Integer> batchSizes = new CopyOnWriteArrayList<>();
+
+        GatedStore(DedupStore delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public List<ClaimResult> claim(List<ClaimRequest> requests) {
+            return delegate.claim(requests);
+        }
+
+        @Override
+        public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+            int now = writing.incrementAndGet();
+            mostAtOnce.accumulateAndGet(now, Math::max);
+            batchSizes.add(requests.size());
+            try {
+                if (calls.incrementAndGet() == 1) {
+                    open.await();
+                }
+                return delegate.completeAll(requests);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new StoreException("interrupted (test)", true);
+            } finally {
+                writing.decrementAndGet();
+            }
+        }
+
+        @Override
+        public boolean complete(StoreKey key, long token, Duration retention) {
+            return delegate.complete(key, token, retention);
+        }
+
+        @Override
+        public boolean release(StoreKey key, long token) {
+            return delegate.release(key, token);
+        }
+
+        @Override
+        public boolean renew(StoreKey key, long token, Duration lease) {
+            return delegate.renew(key, token, lease);
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
     /** Delegates to a real store; records the batches and can fail or steal chosen keys once. */
     private static final class RecordingStore implements DedupStore {
         final DedupStore delegate;
