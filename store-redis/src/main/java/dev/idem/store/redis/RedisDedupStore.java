@@ -150,6 +150,11 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         }
     }
 
+    /** Logs, and answers, a warning for each server that may evict this store's keys; see {@link EvictionCheck}. */
+    List<String> warnIfKeysMayBeEvicted() {
+        return EvictionCheck.warn(this, connection, failures, waitNanos);
+    }
+
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
         int size = requests.size();

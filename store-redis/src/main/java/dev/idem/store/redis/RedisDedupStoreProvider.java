@@ -200,6 +200,7 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         try {
             RedisDedupStore store = new RedisDedupStore(connection, config.get(KEY_PREFIX), failures, timeout);
             store.loadScripts();
+            store.warnIfKeysMayBeEvicted();
             return store;
         } catch (RuntimeException e) {
             connection.close();
