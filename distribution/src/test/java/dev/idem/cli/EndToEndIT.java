@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The built distribution end to end, as separate OS processes: {@code idem publish} sends 10,000 orders of
+ * The built distribution end to end, as separate OS processes: {@code idem publish} sends 6,000 orders of
  * which 20 % repeat an ID, {@code idem run} consumes them with the example handler from {@code handlers/},
  * and the handler's effects (ledger lines, or rows in the transactional mode) show one run per unique ID.
  * With a {@code kill -9} mid-stream and a restart, no unique ID is lost and re-runs stay within the work
@@ -38,7 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class EndToEndIT {
 
-    private static final int MESSAGES = 10_000;
+    private static final int MESSAGES = 6_000;
     private static final int DUPLICATE_PERCENT = 20;
     private static final int UNIQUE = MESSAGES - MESSAGES * DUPLICATE_PERCENT / 100;
     private static final int MAX_IN_FLIGHT = 200;
@@ -326,7 +326,8 @@ class EndToEndIT {
             assertThat(publisher.process.waitFor(PUBLISH_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS))
                     .as("idem publish ends\n%s", publisher.log()).isTrue();
             assertThat(publisher.process.exitValue()).as(publisher.log()).isZero();
-            assertThat(publisher.log()).contains("Published 10,000 message(s)").contains("8,000 unique IDs");
+            assertThat(publisher.log()).contains(String.format("Published %,d message(s)", MESSAGES))
+                    .contains(String.format("%,d unique IDs", UNIQUE));
         }
 
         /** Waits until the counters stop moving for {@code seconds}: every message, duplicates too, is settled. */

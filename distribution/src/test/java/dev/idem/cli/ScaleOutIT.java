@@ -30,10 +30,10 @@ class ScaleOutIT {
 
     private static final int NODES = 3;
     private static final int PARTITIONS = 4;
-    private static final int MESSAGES = 20_000;
+    private static final int MESSAGES = 12_000;
     private static final int REPEAT_PERCENT = 20;
     private static final int RATE = 500;
-    private static final Duration KILL_EVERY = Duration.ofSeconds(4);
+    private static final Duration KILL_EVERY = Duration.ofSeconds(3);
     /** Kills the stream must see at least, so that the faults really struck while it flowed. */
     private static final int MIN_KILLS = 5;
     private static final int CONCURRENCY = 8;

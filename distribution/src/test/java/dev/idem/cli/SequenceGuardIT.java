@@ -101,7 +101,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class SequenceGuardIT {
 
-    static final int ACCOUNTS = 100;
+    static final int ACCOUNTS = 60;
     static final int EVENTS = 50;
     static final int WINDOW = 10;
     static final int REPEAT_PERCENT = 20;
@@ -278,15 +278,16 @@ class SequenceGuardIT {
                 unique.addAll(chunk);
             }
         }
-        // Repeats (same ID, same event) after their original: half within 1-20 messages, half 200-3,000 later;
-        // REPEAT_PERCENT of the published messages, as in the other fault ITs.
+        // Repeats (same ID, same event) after their original: half within 1-20 messages, half from 200 to half the
+        // stream later; REPEAT_PERCENT of the published messages, as in the other fault ITs.
         int repeats = UNIQUE * REPEAT_PERCENT / (100 - REPEAT_PERCENT);
+        int longestLag = UNIQUE / 2;
         List<List<Event>> after = new ArrayList<>(UNIQUE);
         for (int i = 0; i < UNIQUE; i++) {
             after.add(new ArrayList<>());
         }
         for (int r = 0; r < repeats; r++) {
-            int lag = r % 2 == 0 ? 1 + random.nextInt(20) : 200 + random.nextInt(2_801);
+            int lag = r % 2 == 0 ? 1 + random.nextInt(20) : 200 + random.nextInt(longestLag - 199);
             int original = random.nextInt(UNIQUE - lag);
             Event o = unique.get(original);
             after.get(original + lag).add(new Event(o.id(), o.account(), o.seq(), o.amount(), true));
