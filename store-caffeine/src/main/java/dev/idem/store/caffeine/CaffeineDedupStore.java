@@ -55,8 +55,9 @@ import java.util.function.Supplier;
  * operation relies on: a key never holds both a remembered claim and a live completion (a claim is created
  * only under the lock, after finding no completion; a completion only under the lock, by {@code complete}
  * in the compute that drops the claim). {@code complete} writes the completion before its compute drops
- * the claim, so there is no instant at which the key is in neither tier; the only lock-free read, a claim
- * looking into the completed tier first, therefore sees a completion from the moment it is written (that
+ * the claim, so there is no instant at which the key is in neither tier; the only read outside the key's lock,
+ * a claim looking into the completed tier first (optimistically, or under that tier's read lock if a write
+ * came in between), therefore sees a completion from the moment it is written (that
  * write is where {@code complete} takes effect), and a claim that missed it blocks on the key's lock and
  * re-reads the tier there, finding the completion: it answers {@code Duplicate}, never {@code Acquired}.
  * {@code inspect} runs under the lock as well, so it never sees the key half-moved.
@@ -87,8 +88,8 @@ import java.util.function.Supplier;
  * map with one read or removal in the cache; {@code expiresAt} is the time left on the ticker added to
  * {@link Instant#now()}, exact to the nanosecond of the ticker. {@code stats} visits every claim and every
  * completed key (a few milliseconds per million keys), is never truncated, and counts while other threads
- * change keys (a key completing meanwhile may be counted in both tiers or in neither), so it is exact only
- * for a quiet store.
+ * change keys (a key completing meanwhile may be counted in both tiers or in neither, and one the completed tier
+ * compacts meanwhile twice), so it is exact only for a quiet store.
  *
  * <p>{@code list} pages through a namespace in the order of its IDs ({@link String#compareTo}); the cursor is
  * the last ID listed, so each page is the {@code limit} smallest IDs after it, and a key present throughout a
@@ -171,7 +172,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     }
 
     /**
-     * Claims one key. A duplicate is answered from the completed tier without a lock; everything else
+     * Claims one key. A duplicate is answered from the completed tier without the key's lock; everything else
      * is decided under the key's lock in the claim map, where the completed tier is looked at again.
      *
      * @param earlier the results of this batch so far, or {@code null} for a batch of one
@@ -273,13 +274,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
                 claimed++;
             }
         }
-        long done = 0;
-        for (Done entry : completed.all()) {
-            if (entry.liveAt(now)) {
-                done++;
-            }
-        }
-        return new StoreStats(claimed, done, false);
+        return new StoreStats(claimed, completed.countLive(now), false);
     }
 
     @Override
@@ -710,7 +705,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         public Claim apply(StoreKey key, Claim claim) {
             Done done = completed.get(key);
             if (claim == null && done != null && qualifies(done, ticker.getAsLong(), withinNanos)) {
-                deleted = completed.remove(key, done);
+                deleted = completed.remove(key, done.token);
             }
             return claim;
         }
