@@ -48,7 +48,7 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
 
     @BeforeAll
     static void connect() {
-        url = RedisTestServer.url();
+        url = RedisTestServer.contractUrl();
         keyspace = RedisKeyspace.standalone(url);
     }
 

@@ -40,7 +40,7 @@ class RedisSequencedDedupStoreTest extends SequencedDedupStoreContract {
 
     @BeforeAll
     static void connect() {
-        url = RedisTestServer.url();
+        url = RedisTestServer.contractUrl();
         keyspace = RedisKeyspace.standalone(url);
     }
 
