@@ -129,7 +129,9 @@ public class JdbcStoreBenchmark {
         db = Database.valueOf(database.toUpperCase(java.util.Locale.ROOT));
         if (db == Database.H2) {
             h2Directory = Files.createTempDirectory("idem-bench-h2");
-            url = "jdbc:h2:file:" + h2Directory.resolve("idem").toAbsolutePath();
+            // As the store opens it (H2Dialect): the plain insert's connection must name the file the same way, or
+            // H2 takes it for another database and finds the file locked.
+            url = "jdbc:h2:async:" + h2Directory.resolve("idem").toAbsolutePath();
         } else {
             url = System.getenv().getOrDefault(db.envVariable, db.defaultUrl);
         }

@@ -6,6 +6,7 @@ import java.sql.SQLException;
 import java.sql.Types;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,18 +43,77 @@ final class H2Dialect extends UpsertThenReadDialect {
     }
 
     /**
-     * Makes every commit reach the file before it returns ({@code WRITE_DELAY=0}), unless the URL sets
-     * the delay itself. H2 otherwise writes commits in the background up to half a second later, so a
-     * process killed in that window loses keys whose messages the broker already saw acknowledged:
-     * the messages would be lost, as the end-to-end kill -9 test showed.
+     * The URL H2 gets: a file database opened through H2's {@code async:} file system, and every commit
+     * reaching the file before it returns ({@code WRITE_DELAY=0}, unless the URL sets the delay itself).
+     *
+     * <p>{@code async:}: Idem interrupts threads on purpose (a handler past {@code handler-timeout}, the
+     * handlers still running at the end of a stop), and in transactional mode such a thread is inside H2's I/O.
+     * H2's default {@code file:} system reads and writes through a {@code FileChannel}, which an interrupt
+     * closes ({@code ClosedByInterruptException}), and H2 then closes the whole database under every other
+     * session; a reopen may find the file damaged. {@code async:} reads and writes the same file through an
+     * {@code AsynchronousFileChannel}, which an interrupt leaves open: the thread keeps its interrupt, and the
+     * database goes on. So {@code jdbc:h2:file:} and a bare path ({@code jdbc:h2:./data/idem}) are rewritten
+     * to {@code jdbc:h2:async:}; the file and its format are the same, and other processes may open it either
+     * way. File systems an interrupt breaks ({@code nio:}, {@code nioMapped:}, ...) are refused by
+     * {@link #acceptsFileSystem} before the store starts.
+     *
+     * <p>{@code WRITE_DELAY=0}: H2 otherwise writes commits in the background up to half a second later, so a
+     * process killed in that window loses keys whose messages the broker already saw acknowledged: the
+     * messages would be lost, as the end-to-end kill -9 test showed.
      */
     @Override
     String driverUrl(String url) {
-        if (url.toUpperCase(java.util.Locale.ROOT).contains(";WRITE_DELAY=")
-                || url.toLowerCase(java.util.Locale.ROOT).startsWith("jdbc:h2:mem:")) {
+        String opened = interruptSafe(url);
+        if (opened.toUpperCase(Locale.ROOT).contains(";WRITE_DELAY=")
+                || opened.toLowerCase(Locale.ROOT).startsWith(PREFIX + "mem:")) {
+            return opened;
+        }
+        return opened + ";WRITE_DELAY=0";
+    }
+
+    private static final String PREFIX = "jdbc:h2:";
+
+    /** H2 URL schemes the store opens as they are: in memory, a server's, and the interrupt-safe file system. */
+    private static final Set<String> KEPT_SCHEMES = Set.of("mem", "tcp", "ssl", "async");
+
+    /** What {@link #acceptsFileSystem} accepts, completing "must ...". */
+    static final String ACCEPTED_H2_URLS = "name an H2 database an interrupt cannot close: jdbc:h2:file:PATH or "
+            + "jdbc:h2:PATH (opened through H2's interrupt-safe async: file system), jdbc:h2:async:PATH, "
+            + "jdbc:h2:mem:NAME, or a server's jdbc:h2:tcp:// or jdbc:h2:ssl://; H2's other file systems (nio:, "
+            + "nioMapped:, split:, ...) close the database when Idem interrupts a handler inside its I/O";
+
+    /** True for any URL but an H2 one whose file system an interrupt breaks. */
+    static boolean acceptsFileSystem(String url) {
+        String scheme = h2Scheme(url);
+        return scheme == null || scheme.isEmpty() || scheme.equals("file") || KEPT_SCHEMES.contains(scheme);
+    }
+
+    /** {@code url} with an H2 file database ({@code file:} or a bare path) opened through {@code async:}. */
+    static String interruptSafe(String url) {
+        String scheme = h2Scheme(url);
+        if (scheme == null || KEPT_SCHEMES.contains(scheme) || !acceptsFileSystem(url)) {
             return url;
         }
-        return url + ";WRITE_DELAY=0";
+        String path = url.substring(PREFIX.length() + (scheme.isEmpty() ? 0 : scheme.length() + 1));
+        return PREFIX + "async:" + path;
+    }
+
+    /**
+     * The scheme right after {@code jdbc:h2:} in lower case, {@code ""} for a bare path (a Windows drive letter
+     * is a path), or {@code null} when {@code url} is not an H2 URL.
+     */
+    private static String h2Scheme(String url) {
+        if (!url.regionMatches(true, 0, PREFIX, 0, PREFIX.length())) {
+            return null;
+        }
+        String rest = url.substring(PREFIX.length());
+        int colon = rest.indexOf(':');
+        int settings = rest.indexOf(';');
+        if (colon < 2 || (settings >= 0 && settings < colon)) {
+            return "";
+        }
+        String scheme = rest.substring(0, colon);
+        return scheme.chars().allMatch(Character::isLetterOrDigit) ? scheme.toLowerCase(Locale.ROOT) : "";
     }
 
     @Override

@@ -25,7 +25,8 @@ import org.jdbi.v3.core.Jdbi;
  * <p>The dialect follows the URL: {@code jdbc:postgresql:}, {@code jdbc:mariadb:} or {@code jdbc:mysql:}
  * (through the MariaDB driver, which ships with the plugin as do the PostgreSQL and H2 drivers), or
  * {@code jdbc:h2:} (file mode, e.g. {@code jdbc:h2:file:./data/idem}, is the distribution's zero-setup
- * default). Leases and retention run on the database's clock. A batch of claims is one statement on
+ * default; the file is opened through H2's interrupt-safe {@code async:} file system, see
+ * {@link H2Dialect#driverUrl}). Leases and retention run on the database's clock. A batch of claims is one statement on
  * PostgreSQL and MariaDB, and two (an upsert and a read) on H2 and MySQL. Expired rows are deleted every
  * {@code purge.interval} in batches of {@code purge.batch-size}.
  *
@@ -65,9 +66,11 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
     public static final ConfigKey<String> URL = ConfigKey.string("url")
             .required()
             .validate(Dialect::supports, Dialect.SUPPORTED_URLS)
+            .validate(H2Dialect::acceptsFileSystem, H2Dialect.ACCEPTED_H2_URLS)
             .doc("The JDBC URL of the database, which also picks the SQL dialect: jdbc:postgresql://host:5432/db, "
                     + "jdbc:mariadb://host:3306/db (jdbc:mysql:// for MySQL), or jdbc:h2:file:./data/idem for an "
-                    + "embedded file. Put no password here; use password.");
+                    + "embedded file, which the store opens through H2's async: file system so that an interrupted "
+                    + "handler cannot close the database. Put no password here; use password.");
 
     /** {@code store.jdbc.username}. */
     public static final ConfigKey<String> USERNAME = ConfigKey.string("username")

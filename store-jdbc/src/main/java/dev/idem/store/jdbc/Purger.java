@@ -110,11 +110,15 @@ final class Purger implements AutoCloseable {
         return executor.isTerminated();
     }
 
-    /** Stops purging, waiting briefly for a running batch to end. */
+    /**
+     * Stops purging, waiting briefly for a running batch to end. The purge thread is never interrupted: on an H2
+     * file an interrupt inside the store's I/O would close the database for every other session, and on any
+     * database a batch ends on its own, since a run stops between batches once {@code stopped} is set.
+     */
     @Override
     public void close() {
         stopped = true;
-        executor.shutdownNow();
+        executor.shutdown();
         try {
             executor.awaitTermination(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {

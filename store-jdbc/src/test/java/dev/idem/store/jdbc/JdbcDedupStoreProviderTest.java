@@ -93,11 +93,46 @@ class JdbcDedupStoreProviderTest {
     void h2FileCommitsReachTheFileBeforeTheyReturnUnlessTheUrlSaysOtherwise() {
         H2Dialect dialect = new H2Dialect("t");
 
-        assertThat(dialect.driverUrl("jdbc:h2:file:./data/idem;AUTO_SERVER=TRUE"))
-                .isEqualTo("jdbc:h2:file:./data/idem;AUTO_SERVER=TRUE;WRITE_DELAY=0");
-        assertThat(dialect.driverUrl("jdbc:h2:file:./data/idem;write_delay=100"))
-                .isEqualTo("jdbc:h2:file:./data/idem;write_delay=100");
+        assertThat(dialect.driverUrl("jdbc:h2:async:./data/idem;AUTO_SERVER=TRUE"))
+                .isEqualTo("jdbc:h2:async:./data/idem;AUTO_SERVER=TRUE;WRITE_DELAY=0");
+        assertThat(dialect.driverUrl("jdbc:h2:async:./data/idem;write_delay=100"))
+                .isEqualTo("jdbc:h2:async:./data/idem;write_delay=100");
         assertThat(dialect.driverUrl("jdbc:h2:mem:test")).isEqualTo("jdbc:h2:mem:test");
+    }
+
+    /**
+     * Regression: a handler interrupted by its timeout inside H2's file I/O closed H2's {@code FileChannel}, and H2
+     * closed the database under every session. A file database is opened through H2's interrupt-safe {@code async:}
+     * file system, whichever way the URL names it.
+     */
+    @Test
+    void h2FileDatabasesAreOpenedThroughTheInterruptSafeFileSystem() {
+        H2Dialect dialect = new H2Dialect("t");
+
+        assertThat(dialect.driverUrl("jdbc:h2:file:./data/idem;AUTO_SERVER=TRUE"))
+                .isEqualTo("jdbc:h2:async:./data/idem;AUTO_SERVER=TRUE;WRITE_DELAY=0");
+        assertThat(dialect.driverUrl("jdbc:H2:FILE:/var/idem/keys")).isEqualTo("jdbc:h2:async:/var/idem/keys;WRITE_DELAY=0");
+        assertThat(dialect.driverUrl("jdbc:h2:./data/idem")).isEqualTo("jdbc:h2:async:./data/idem;WRITE_DELAY=0");
+        assertThat(dialect.driverUrl("jdbc:h2:~/idem;MODE=PostgreSQL"))
+                .isEqualTo("jdbc:h2:async:~/idem;MODE=PostgreSQL;WRITE_DELAY=0");
+        assertThat(dialect.driverUrl("jdbc:h2:C:/data/idem")).isEqualTo("jdbc:h2:async:C:/data/idem;WRITE_DELAY=0");
+        assertThat(dialect.driverUrl("jdbc:h2:tcp://localhost/~/idem"))
+                .isEqualTo("jdbc:h2:tcp://localhost/~/idem;WRITE_DELAY=0");
+    }
+
+    @Test
+    void h2FileSystemsThatAnInterruptBreaksAreRefusedNamingTheFix() {
+        for (String url : List.of("jdbc:h2:nio:./data/idem", "jdbc:h2:nioMapped:./data/idem", "jdbc:h2:split:nio:./x")) {
+            assertThatThrownBy(() -> defaults().with("url", url))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("Invalid value '" + url + "' for store.jdbc.url: must name an H2 database an"
+                            + " interrupt cannot close: jdbc:h2:file:PATH or jdbc:h2:PATH (opened through H2's"
+                            + " interrupt-safe async: file system)");
+        }
+        for (String url : List.of("jdbc:h2:file:./x", "jdbc:h2:./x", "jdbc:h2:async:./x", "jdbc:h2:mem:x",
+                "jdbc:h2:tcp://h/x", "jdbc:postgresql://h/db")) {
+            assertThat(defaults().with("url", url).get(JdbcDedupStoreProvider.URL)).isEqualTo(url);
+        }
     }
 
     @Test
