@@ -8,6 +8,7 @@ import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.FencingTokens;
 import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.KeyFilter;
 import dev.idem.spi.KeyPage;
@@ -69,9 +70,9 @@ import java.util.function.Supplier;
  * never comes back; the sweep, which removes abandoned claims that nobody touches again, removes only
  * those and only the very instance it looked at ({@code remove(key, value)}), so it changes no key's
  * visible state and never removes a claim renewed or taken over meanwhile. It runs outside any compute
- * (the map forbids touching other keys inside one), on one thread at a time, once the tokens handed out
+ * (the map forbids touching other keys inside one), on one thread at a time, once the claims made
  * since the last sweep reach the number of claims that sweep left (and at least {@value #SWEEP_EVERY}):
- * a sweep then visits what the last one left plus at most one claim per token since, so at most two
+ * a sweep then visits what the last one left plus at most the claims made since, so at most two
  * claims per claim made, amortized, and an abandoned claim leaves within about that many claims after
  * its time ran out. All time arithmetic is on differences of ticker readings, which may
  * be negative and may wrap, as {@link System#nanoTime()}'s may.
@@ -114,7 +115,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     private static final long MAX_NANOS = Long.MAX_VALUE >> 2;
     private static final long MAX_SECONDS = MAX_NANOS / 1_000_000_000L;
 
-    /** The fewest claims between two sweeps of the claim map; a power of two, as the trigger tests token bits. */
+    /** The fewest claims between two sweeps of the claim map; a power of two, as the trigger masks the claim number. */
     static final int SWEEP_EVERY = 1024;
 
     /** The cursor of a purge that stopped at its limit: the next call starts over, finding what is left. */
@@ -129,12 +130,12 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     private final ConcurrentHashMap<StoreKey, Claim> claims = new ConcurrentHashMap<>();
     /** Completed keys, bounded by maximum-size (oldest-completed forgotten first) and expiring at the end of their retention. */
     private final CompletedKeys completed;
-    private final Tokens tokens = new Tokens();
+    private final ClaimNumbers claimNumbers = new ClaimNumbers();
     private final Watermarks watermarks;
     private final AtomicBoolean sweeping = new AtomicBoolean();
-    /** The token that triggered the last sweep. */
+    /** The claim number that triggered the last sweep. */
     private volatile long lastSweep;
-    /** How many claims the last sweep left: the next is due once as many tokens (at least SWEEP_EVERY) followed it. */
+    /** How many claims the last sweep left: the next is due once as many claims (at least SWEEP_EVERY) followed it. */
     private volatile int leftBySweep;
 
     CaffeineDedupStore(long maximumSize, int initialCapacity, LongSupplier ticker) {
@@ -148,25 +149,25 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
         int size = requests.size();
         if (size == 1) {
-            long token = tokens.next();
-            ClaimResult result = claim(requests.get(0), token, null, 0);
-            if ((token & (SWEEP_EVERY - 1)) == 0) {
-                sweepIfDue(token);
+            long number = claimNumbers.next();
+            ClaimResult result = claim(requests.get(0), FencingTokens.next(), null, 0);
+            if ((number & (SWEEP_EVERY - 1)) == 0) {
+                sweepIfDue(number);
             }
             return List.of(result);
         }
         ClaimResult[] results = new ClaimResult[size];
-        long sweepToken = 0;
+        long sweepNumber = 0;
         for (int i = 0; i < size; i++) {
-            long token = tokens.next();
-            results[i] = claim(requests.get(i), token, results, i);
-            if ((token & (SWEEP_EVERY - 1)) == 0) {
-                sweepToken = token;
+            long number = claimNumbers.next();
+            results[i] = claim(requests.get(i), FencingTokens.next(), results, i);
+            if ((number & (SWEEP_EVERY - 1)) == 0) {
+                sweepNumber = number;
             }
         }
         // After the batch, not within it: a key repeated in the batch must find its earlier claim.
-        if (sweepToken != 0) {
-            sweepIfDue(sweepToken);
+        if (sweepNumber != 0) {
+            sweepIfDue(sweepNumber);
         }
         return List.of(results);
     }
@@ -401,14 +402,14 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     }
 
     /**
-     * Sweeps forgotten claims out of the claim map once, since the last sweep, as many tokens were handed
-     * out as that sweep left claims behind (and at least {@link #SWEEP_EVERY}). A sweep then visits at
-     * most what the last one left plus one claim per token since, so at most two claims per token
+     * Sweeps forgotten claims out of the claim map once, since the last sweep, as many claims were made
+     * as that sweep left claims behind (and at least {@link #SWEEP_EVERY}). A sweep then visits at
+     * most what the last one left plus the claims made since, so at most two claims per claim made,
      * amortized, and a map growing with abandoned claims is swept at least every time it doubles. Called
-     * by the thread whose token hit a multiple of {@link #SWEEP_EVERY}, outside any compute.
+     * by the thread whose claim number hit a multiple of {@link #SWEEP_EVERY}, outside any compute.
      */
-    private void sweepIfDue(long token) {
-        if (token - lastSweep < Math.max(SWEEP_EVERY, leftBySweep) || !sweeping.compareAndSet(false, true)) {
+    private void sweepIfDue(long number) {
+        if (number - lastSweep < Math.max(SWEEP_EVERY, leftBySweep) || !sweeping.compareAndSet(false, true)) {
             return;
         }
         try {
@@ -416,7 +417,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             // Removes each entry only if it still maps to the claim tested (ConcurrentHashMap.remove(k, v)).
             claims.values().removeIf(claim -> !claim.rememberedAt(now));
             leftBySweep = claims.size();
-            lastSweep = token;
+            lastSweep = number;
         } finally {
             sweeping.set(false);
         }
@@ -712,14 +713,14 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     }
 
     /**
-     * Unique fencing tokens without one shared counter on the hot path: each thread takes a block
-     * of tokens from a single {@link AtomicLong} and counts through it alone, so threads claiming
-     * in parallel do not all contend on one cache line. Tokens are unique within the store; they
-     * are not ordered across threads, and nothing needs them to be. Blocks are as long as
-     * {@link CaffeineDedupStore#SWEEP_EVERY}, so each block holds exactly one token that checks
-     * whether a sweep is due.
+     * Numbers the store's claims to pace the sweep (the fencing tokens, from {@link FencingTokens}, are random and
+     * cannot count claims), without one shared counter on the hot path: each thread takes a block of numbers
+     * from a single {@link AtomicLong} and counts through it alone, so threads claiming in parallel do not all
+     * contend on one cache line. Numbers are unique within the store, from 1; they are not ordered across threads,
+     * and nothing needs them to be. Blocks are as long as {@link CaffeineDedupStore#SWEEP_EVERY}, so each block
+     * holds exactly one number that checks whether a sweep is due.
      */
-    static final class Tokens {
+    static final class ClaimNumbers {
         private static final long BLOCK = SWEEP_EVERY;
 
         private final AtomicLong blocks = new AtomicLong(1);

@@ -18,6 +18,7 @@ import dev.idem.testkit.ManualTicker;
 import dev.idem.testkit.TestPluginConfig;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Queue;
 import java.util.Random;
@@ -350,8 +351,8 @@ class CaffeineDedupStoreTest extends InspectableDedupStoreContract {
     }
 
     @Test
-    void tokensAreUniqueAcrossThreads() throws Exception {
-        CaffeineDedupStore.Tokens tokens = new CaffeineDedupStore.Tokens();
+    void claimNumbersAreUniqueAcrossThreads() throws Exception {
+        CaffeineDedupStore.ClaimNumbers numbers = new CaffeineDedupStore.ClaimNumbers();
         int threads = 8;
         int perThread = 5_000;
         long[][] seen = new long[threads][perThread];
@@ -360,7 +361,7 @@ class CaffeineDedupStoreTest extends InspectableDedupStoreContract {
             int thread = t;
             Thread runner = new Thread(() -> {
                 for (int i = 0; i < perThread; i++) {
-                    seen[thread][i] = tokens.next();
+                    seen[thread][i] = numbers.next();
                 }
             });
             runner.start();
@@ -370,7 +371,7 @@ class CaffeineDedupStoreTest extends InspectableDedupStoreContract {
             runner.join();
         }
 
-        assertThat(java.util.Arrays.stream(seen).flatMapToLong(java.util.Arrays::stream).distinct().count())
+        assertThat(Arrays.stream(seen).flatMapToLong(Arrays::stream).distinct().count())
                 .isEqualTo((long) threads * perThread);
     }
 

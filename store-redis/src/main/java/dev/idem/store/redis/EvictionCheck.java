@@ -1,10 +1,11 @@
 package dev.idem.store.redis;
 
-import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Warns at start when a Redis server may evict the store's keys. With {@code maxmemory} set and a
@@ -20,7 +21,7 @@ import java.util.Optional;
  */
 final class EvictionCheck {
 
-    private static final System.Logger LOG = System.getLogger(EvictionCheck.class.getName());
+    private static final Logger LOG = LoggerFactory.getLogger(EvictionCheck.class);
 
     private EvictionCheck() {
     }
@@ -36,8 +37,8 @@ final class EvictionCheck {
                 info = store.await(connection.node(node).info("memory").toCompletableFuture(), "INFO memory",
                         System.nanoTime() + waitNanos);
             } catch (RuntimeException e) {
-                LOG.log(Level.DEBUG, () -> "Could not read INFO memory of Redis at " + where
-                        + " to check its eviction policy: " + e.getMessage());
+                LOG.debug("Could not read INFO memory of Redis at {} to check its eviction policy: {}", where,
+                        e.getMessage());
                 continue;
             }
             risk(info).ifPresent(risk -> {
@@ -46,7 +47,7 @@ final class EvictionCheck {
                         + " completion lets a redelivery run again. Set maxmemory-policy noeviction on it (a full"
                         + " server then rejects writes, which Idem retries without acking), or give it no"
                         + " maxmemory.";
-                LOG.log(Level.WARNING, warning);
+                LOG.warn(warning);
                 warnings.add(warning);
             });
         }

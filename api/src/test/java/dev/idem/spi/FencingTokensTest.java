@@ -1,4 +1,4 @@
-package dev.idem.store.redis;
+package dev.idem.spi;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,7 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-class TokensTest {
+class FencingTokensTest {
 
     @Test
     void tokensArePositiveAndDistinctAcrossThreads() throws Exception {
@@ -19,7 +19,7 @@ class TokensTest {
             int thread = t;
             Thread drawer = new Thread(() -> {
                 for (int i = 0; i < perThread; i++) {
-                    drawn[thread][i] = Tokens.next();
+                    drawn[thread][i] = FencingTokens.next();
                 }
             });
             drawer.start();
