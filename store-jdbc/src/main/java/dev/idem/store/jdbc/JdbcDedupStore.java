@@ -8,6 +8,7 @@ import dev.idem.spi.ClaimResult.Duplicate;
 import dev.idem.spi.ClaimResult.InProgress;
 import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
+import dev.idem.spi.FencingTokens;
 import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.KeyFilter;
 import dev.idem.spi.KeyPage;
@@ -21,7 +22,6 @@ import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
 import dev.idem.spi.TransactionalDedupStore;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -35,12 +35,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jdbi.v3.core.Handle;
-import org.jdbi.v3.core.HandleCallback;
 import org.jdbi.v3.core.Jdbi;
-import org.jdbi.v3.core.statement.PreparedBatch;
 import org.jdbi.v3.core.statement.Query;
 
 /**
@@ -58,6 +55,9 @@ import org.jdbi.v3.core.statement.Query;
  * {@code recordStart} is one conditional update of the row's {@code starts}, which answers the new count
  * itself where the database can (PostgreSQL {@code RETURNING}, H2 {@code FINAL TABLE}) and is read back in
  * the same transaction elsewhere (MariaDB, MySQL); it leaves the lease and the attempts alone.
+ *
+ * <p>Transactional mode ({@code runOnce}, {@code runGroup}) is {@link JdbcTransactionalRuns}, on the store's
+ * connections ({@link JdbcCalls}) and sequence guard.
  *
  * <p>As an {@link OutboxStore}: messages appended in a handler's transaction go to the table beside the keys'
  * ({@link OutboxTable}), and relays in every process take the oldest rows no other relay holds
@@ -92,9 +92,6 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     /** The longest wait suggested for a key still racing after {@link #MAX_PASSES}. */
     private static final Duration RACE_BACKOFF = Duration.ofMillis(100);
 
-    /** Runs of a statement that lost a deadlock or an insert race; nothing of a lost run remains. */
-    private static final int MAX_CONFLICT_RUNS = 10;
-
     /** The cursor of a purge that deleted its whole limit: there may be more. */
     private static final String PURGE_AGAIN = "jdbc:again";
 
@@ -105,6 +102,8 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     private final Purger purger;
     private final JdbcOutbox outbox;
     private final JdbcWatermarks watermarks;
+    private final JdbcCalls calls;
+    private final JdbcTransactionalRuns runs;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     JdbcDedupStore(HikariDataSource dataSource, Jdbi jdbi, Dialect dialect, Failures failures, Purger purger) {
@@ -113,8 +112,10 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         this.dialect = dialect;
         this.failures = failures;
         this.purger = purger;
-        this.outbox = new JdbcOutbox(jdbi, OutboxTable.of(dialect), failures, closed::get);
+        this.calls = new JdbcCalls(jdbi, failures, closed::get);
+        this.outbox = new JdbcOutbox(calls, OutboxTable.of(dialect), failures);
         this.watermarks = new JdbcWatermarks(dialect);
+        this.runs = new JdbcTransactionalRuns(calls, dialect, failures, watermarks);
     }
 
     // ------------------------------------------------------------------ claims
@@ -136,7 +137,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             firstOf[i] = earlier == null ? i : earlier;
             if (earlier == null) {
                 pending.add(ClaimRow.claim(i, request.key(), request.fingerprint(), request.lease(),
-                        request.retention(), Tokens.next()));
+                        request.retention(), FencingTokens.next()));
             }
         }
         Collections.sort(pending);
@@ -152,7 +153,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
 
     private void claimAll(List<ClaimRow> pending, List<ClaimRequest> requests, ClaimResult[] results,
             StoredRow[] stored) {
-        call("claim of " + pending.size() + " keys", handle -> {
+        calls.call("claim of " + pending.size() + " keys", handle -> {
             List<ClaimRow> rows = pending;
             for (int pass = 1; !rows.isEmpty() && pass <= MAX_PASSES; pass++) {
                 rows = claimPass(handle, rows, results, stored);
@@ -176,7 +177,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
                 ClaimRow row = chunk.get(j);
                 ClaimResult result = StoredRow.resultFor(row, answers.get(j));
                 if (result == null) {
-                    again.add(row.withToken(Tokens.next()));
+                    again.add(row.withToken(FencingTokens.next()));
                 } else {
                     results[row.index()] = result;
                     stored[row.index()] = answers.get(j);
@@ -191,24 +192,11 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             try {
                 return dialect.claim(handle, rows);
             } catch (RuntimeException e) {
-                if (run >= MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
+                if (run >= JdbcCalls.MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
                     throw e;
                 }
-                backOff(run);
+                JdbcCalls.backOff(run);
             }
-        }
-    }
-
-    /**
-     * Waits before running a statement that lost a race again, longer each time and at random, so
-     * that the winner (H2 fails a racing insert at once rather than waiting for it) can commit first.
-     */
-    private static void backOff(int run) {
-        long maxMillis = Math.min(50, 1L << run);
-        try {
-            Thread.sleep(ThreadLocalRandom.current().nextLong(1, maxMillis + 1));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
     }
 
@@ -232,7 +220,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         byte[] namespace = ClaimRow.namespace(key);
         byte[] id = ClaimRow.id(key);
         long retentionMicros = ClaimRow.micros(retention);
-        return call("complete", handle -> dialect.completeOne(handle, namespace, id, token, retentionMicros));
+        return calls.call("complete", handle -> dialect.completeOne(handle, namespace, id, token, retentionMicros));
     }
 
     @Override
@@ -241,13 +229,13 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         JdbcWatermarks.requireStorable(Objects.requireNonNull(advance, "advance"));
         List<ClaimRow> row = List.of(ClaimRow.completion(0, key, token, retention));
         List<CompletionRequest> request = List.of(new CompletionRequest(key, token, retention, advance));
-        return call("complete and advance the watermark", handle -> completeChunk(handle, row, request))[0];
+        return calls.call("complete and advance the watermark", handle -> completeChunk(handle, row, request))[0];
     }
 
     @Override
     public long watermark(StoreKey aggregate) {
         Objects.requireNonNull(aggregate, "aggregate");
-        return call("reading the watermark", handle -> watermarks.read(handle, aggregate));
+        return calls.call("reading the watermark", handle -> watermarks.read(handle, aggregate));
     }
 
     /**
@@ -282,7 +270,8 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             List<ClaimRow> chunk = pending.subList(from, Math.min(pending.size(), from + Dialect.MAX_ROWS_PER_STATEMENT));
             if (failure == null) {
                 try {
-                    boolean[] done = call("completion of " + chunk.size() + (chunk.size() == 1 ? " key" : " keys"),
+                    boolean[] done = calls.call(
+                            "completion of " + chunk.size() + (chunk.size() == 1 ? " key" : " keys"),
                             handle -> completeChunk(handle, chunk, requests));
                     for (int j = 0; j < chunk.size(); j++) {
                         results[chunk.get(j).index()] = done[j] ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER;
@@ -320,10 +309,10 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
                 return advancing ? watermarks.completeAndRaise(handle, rows, requests) : dialect.completeAll(handle, rows);
             } catch (RuntimeException e) {
                 // Each run is one statement or one transaction, rolled back whole when it lost a race.
-                if (run >= MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
+                if (run >= JdbcCalls.MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
                     throw e;
                 }
-                backOff(run);
+                JdbcCalls.backOff(run);
             }
         }
     }
@@ -332,7 +321,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     public boolean release(StoreKey key, long token) {
         byte[] namespace = ClaimRow.namespace(key);
         byte[] id = ClaimRow.id(key);
-        return call("release", handle -> handle.createUpdate(dialect.release())
+        return calls.call("release", handle -> handle.createUpdate(dialect.release())
                 .bind(0, namespace).bind(1, id).bind(2, token)
                 .execute() > 0);
     }
@@ -345,7 +334,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         byte[] namespace = ClaimRow.namespace(key);
         byte[] id = ClaimRow.id(key);
         long micros = Math.max(1, ClaimRow.micros(lease));
-        return call("renew", handle -> handle.createUpdate(dialect.renew())
+        return calls.call("renew", handle -> handle.createUpdate(dialect.renew())
                 .bind(0, micros).bind(1, micros).bind(2, namespace).bind(3, id).bind(4, token)
                 .execute() > 0);
     }
@@ -354,7 +343,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     public int recordStart(StoreKey key, long token) {
         byte[] namespace = ClaimRow.namespace(key);
         byte[] id = ClaimRow.id(key);
-        return call("record start", handle -> dialect.recordStart(handle, namespace, id, token));
+        return calls.call("record start", handle -> dialect.recordStart(handle, namespace, id, token));
     }
 
     // ------------------------------------------------------------------ operator view
@@ -363,7 +352,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     public Optional<StoredKey> inspect(StoreKey key) {
         byte[] namespace = ClaimRow.namespace(key);
         byte[] id = ClaimRow.id(key);
-        return call("inspect", handle -> handle.createQuery(dialect.inspect())
+        return calls.call("inspect", handle -> handle.createQuery(dialect.inspect())
                 .bind(0, namespace).bind(1, id)
                 .map((rs, ctx) -> {
                     boolean completed = rs.getInt(1) == Dialect.COMPLETED;
@@ -380,7 +369,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     public boolean delete(StoreKey key) {
         byte[] namespace = ClaimRow.namespace(key);
         byte[] id = ClaimRow.id(key);
-        return call("delete", handle -> {
+        return calls.call("delete", handle -> {
             boolean live = handle.createUpdate(dialect.deleteLive()).bind(0, namespace).bind(1, id).execute() > 0;
             // A claim whose lease ran out is kept for its attempts; an operator's delete forgets those too.
             // Only such a row is deleted here, so a claim that took the key in between is left alone.
@@ -391,7 +380,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
 
     @Override
     public StoreStats stats() {
-        List<Map.Entry<Integer, Long>> perState = call("counting the keys", handle -> handle
+        List<Map.Entry<Integer, Long>> perState = calls.call("counting the keys", handle -> handle
                 .createQuery(dialect.countLive())
                 .map((rs, ctx) -> Map.entry(rs.getInt(1), rs.getLong(2)))
                 .list());
@@ -418,7 +407,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         byte[] after = cursor == null ? null : idOfCursor(cursor);
         byte[] below = upperBound(prefix);
         String sql = dialect.list(filter.state(), after != null, below != null);
-        List<Listed> rows = call("listing keys", handle -> {
+        List<Listed> rows = calls.call("listing keys", handle -> {
             Query query = handle.createQuery(sql);
             int position = 0;
             query.bind(position++, ns).bind(position++, prefix);
@@ -491,423 +480,33 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             return new PurgeBatch(0, null);
         }
         long micros = ClaimRow.micros(within);
-        int deleted = call("purging completed keys", handle -> dialect.purgeCompleted(handle, ns, micros, limit));
+        int deleted = calls.call("purging completed keys", handle -> dialect.purgeCompleted(handle, ns, micros, limit));
         // Each call deletes from what is left, so there is no position to keep: only whether to call again.
         return new PurgeBatch(deleted, deleted < limit ? null : PURGE_AGAIN);
     }
 
-    // ------------------------------------------------------------------ transactional mode
+    // ------------------------------------------------------------------ transactional mode (JdbcTransactionalRuns)
 
     @Override
     public Outcome runOnce(StoreKey key, String fingerprint, Duration retention, Work work) throws Exception {
-        return runOnce(key, fingerprint, retention, null, false, work);
+        return runs.runOnce(key, fingerprint, retention, null, false, work);
     }
 
-    /**
-     * The run without an advance; with one, the key's row is written and locked first (a duplicate answers as
-     * without), then {@link #guard} locks the aggregate's watermark and decides in the same transaction.
-     */
     @Override
     public Outcome runOnce(StoreKey key, String fingerprint, Duration retention, SequenceAdvance advance,
             boolean waitForGaps, Work work) throws Exception {
-        Objects.requireNonNull(retention, "retention");
-        Objects.requireNonNull(work, "work");
-        ClaimRow row = ClaimRow.completed(key, fingerprint, retention, Tokens.next());
-        if (advance != null) {
-            JdbcWatermarks.requireStorable(advance);
-        }
-        for (int pass = 1; ; pass++) {
-            Handle handle = open("transactional run");
-            try {
-                StoredRow held = takeKey(handle, row, pass);
-                if (held != null && held.token() == row.token()) {
-                    JdbcWatermarks.Verdict verdict = advance == null ? JdbcWatermarks.Verdict.RUN
-                            : guard(handle, advance, waitForGaps, pass);
-                    if (verdict == JdbcWatermarks.Verdict.RUN) {
-                        runAndCommit(handle, work);
-                        return Outcome.COMMITTED;
-                    }
-                    if (verdict != null) {
-                        return verdict.outcome;
-                    }
-                } else if (held != null) {
-                    rollback(handle, null);
-                    if (held.live() && held.state() == Dialect.COMPLETED) {
-                        return held.duplicateOf(row.fingerprint()).fingerprintMatches() ? Outcome.DUPLICATE
-                                : Outcome.DUPLICATE_FINGERPRINT_MISMATCH;
-                    }
-                }
-                // Lost a race (the row changed or vanished between the write and the read): try again.
-                if (pass >= MAX_CONFLICT_RUNS) {
-                    throw failures.of("transactional run", "the key's row kept changing under " + pass + " tries", true);
-                }
-                row = row.withToken(Tokens.next());
-            } finally {
-                closeQuietly(handle);
-            }
-        }
+        return runs.runOnce(key, fingerprint, retention, advance, waitForGaps, work);
     }
 
-    /**
-     * One transaction for all the members, a savepoint for each. The members' rows are locked and read in one
-     * statement first; a member whose key is completed and remembered is a duplicate, and every other member with
-     * a row runs under its savepoint (its watermark guarded, its work run), a member whose work throws rolled back
-     * to its savepoint alone. The keys of the members that ran (or were stale) are then written completed in one
-     * batch, on the rows still locked, and the transaction commits once: so a member costs its savepoint and its
-     * work, and the group a few statements more. A member whose key has no row yet (it was never claimed) is
-     * written and locked on its own under its savepoint first, as {@link #runOnce} would; if that row changed
-     * under it (a race with another consumer's claim) it is run on its own after the group commits. Any failure of
-     * the database itself (a deadlock, a lost connection, a savepoint that is gone because the server aborted the
-     * transaction) rolls the whole group back: the runtime then runs every member again.
-     */
+    /** One transaction for all the members, a savepoint for each: see {@link JdbcTransactionalRuns#runGroup}. */
     @Override
     public List<GroupResult> runGroup(List<GroupMember> members) {
         return runGroup(members, Savepoints.PER_MESSAGE);
     }
 
-    /**
-     * As {@link #runGroup(List)}; under {@link Savepoints#ON_FAILURE} a member with a locked row and no sequence
-     * guard runs without a savepoint, and when such a member's work throws, the transaction is rolled back and
-     * the group runs again with a savepoint for each member.
-     */
     @Override
     public List<GroupResult> runGroup(List<GroupMember> members, Savepoints savepoints) {
-        if (members.size() <= 1) {
-            return OutboxStore.super.runGroup(members);
-        }
-        List<ClaimRow> rows = new ArrayList<>(members.size());
-        for (GroupMember m : members) {
-            if (m.advance() != null) {
-                JdbcWatermarks.requireStorable(m.advance());
-            }
-            rows.add(ClaimRow.completed(m.key(), m.fingerprint(), m.retention(), Tokens.next()));
-        }
-        GroupResult[] results = savepoints == Savepoints.ON_FAILURE ? runGroupOnce(members, rows, false) : null;
-        if (results == null) {
-            results = runGroupOnce(members, rows, true);
-        }
-        List<GroupResult> out = new ArrayList<>(members.size());
-        for (int i = 0; i < members.size(); i++) {
-            GroupMember m = members.get(i);
-            if (results[i] == null) {
-                try {
-                    results[i] = new GroupResult.Done(runOnce(m.key(), m.fingerprint(), m.retention(), m.advance(),
-                            m.waitForGaps(), m.work()));
-                } catch (Exception e) {
-                    results[i] = new GroupResult.Failed(e);
-                }
-            }
-            out.add(results[i]);
-        }
-        return out;
-    }
-
-    /**
-     * The group's one transaction; a {@code null} result is a member to run on its own after it. With
-     * {@code everySavepoint} false, a member with a locked row and no sequence guard runs without a savepoint:
-     * when its work throws, the transaction is rolled back and the answer is {@code null}, to run the group
-     * again with them.
-     */
-    private GroupResult[] runGroupOnce(List<GroupMember> members, List<ClaimRow> rows, boolean everySavepoint) {
-        GroupResult[] results = new GroupResult[members.size()];
-        Handle handle = open("grouped transactional run");
-        try {
-            Map<ByteBuffer, StoredRow> locked;
-            try {
-                handle.begin();
-                locked = lockRows(handle, rows);
-            } catch (RuntimeException e) {
-                rollback(handle, e);
-                throw failures.of("locking the keys of a grouped transaction", e);
-            }
-            List<ClaimRow> toComplete = new ArrayList<>(members.size());
-            for (int i = 0; i < members.size(); i++) {
-                GroupMember m = members.get(i);
-                ClaimRow row = rows.get(i);
-                StoredRow held = locked.get(Dialect.rowKey(row.namespace(), row.id(), 0));
-                String savepoint = "idem_m" + i;
-                if (held == null) {
-                    results[i] = runMember(handle, m, row, savepoint);
-                } else if (held.live() && held.state() == Dialect.COMPLETED) {
-                    results[i] = new GroupResult.Done(held.duplicateOf(row.fingerprint()).fingerprintMatches()
-                            ? Outcome.DUPLICATE : Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
-                } else if (everySavepoint || m.advance() != null) {
-                    results[i] = runLocked(handle, m, savepoint);
-                } else if (runWithoutSavepoint(handle, m)) {
-                    results[i] = new GroupResult.Done(Outcome.COMMITTED);
-                } else {
-                    return null;
-                }
-                if (held != null && results[i] instanceof GroupResult.Done done
-                        && (done.outcome() == Outcome.COMMITTED || done.outcome() == Outcome.STALE)) {
-                    toComplete.add(row);
-                }
-            }
-            try {
-                completeLocked(handle, toComplete);
-                handle.commit();
-            } catch (RuntimeException e) {
-                rollback(handle, e);
-                throw failures.of("committing a grouped transaction of " + members.size(), e);
-            }
-            return results;
-        } finally {
-            closeQuietly(handle);
-        }
-    }
-
-    /** Locks the rows of {@code rows}' keys, in statements of at most {@link Dialect#MAX_ROWS_PER_STATEMENT} keys. */
-    private Map<ByteBuffer, StoredRow> lockRows(Handle handle, List<ClaimRow> rows) {
-        Map<ByteBuffer, StoredRow> locked = new HashMap<>(rows.size() * 2);
-        for (int from = 0; from < rows.size(); from += Dialect.MAX_ROWS_PER_STATEMENT) {
-            List<ClaimRow> chunk = rows.subList(from, Math.min(rows.size(), from + Dialect.MAX_ROWS_PER_STATEMENT));
-            Query read = handle.createQuery(dialect.lockRows(chunk.size()));
-            int position = 0;
-            for (ClaimRow row : chunk) {
-                read.bind(position++, row.namespace()).bind(position++, row.id());
-            }
-            read.map((rs, ctx) -> {
-                locked.put(Dialect.rowKey(rs.getBytes(7), rs.getBytes(8), 0), StoredRow.read(rs, 1));
-                return null;
-            }).forEach(ignored -> { });
-        }
-        return locked;
-    }
-
-    /**
-     * Writes the keys of {@code rows}, locked by this transaction, completed with the rows' tokens, in one batch.
-     * Each must change one row: the lock kept every other writer out, so anything else is a fault of the database,
-     * and the group is rolled back.
-     */
-    private void completeLocked(Handle handle, List<ClaimRow> rows) {
-        if (rows.isEmpty()) {
-            return;
-        }
-        PreparedBatch batch = handle.prepareBatch(dialect.completeLocked());
-        for (ClaimRow row : rows) {
-            batch.bind(0, row.token()).bind(1, row.fingerprint()).bind(2, row.expiresMicros())
-                    .bind(3, row.namespace()).bind(4, row.id()).add();
-        }
-        for (int count : batch.execute()) {
-            if (count == 0) {
-                throw new IllegalStateException("a key the grouped transaction held locked had no row to complete");
-            }
-        }
-    }
-
-    /**
-     * A member whose key's row this transaction holds locked, under its savepoint: its watermark guarded, its work
-     * run; the key is written completed later, with the others. Throws a {@link StoreException} after rolling the
-     * whole transaction back when the database failed.
-     */
-    private GroupResult runLocked(Handle handle, GroupMember m, String savepoint) {
-        JdbcWatermarks.Verdict verdict = JdbcWatermarks.Verdict.RUN;
-        try {
-            handle.savepoint(savepoint);
-            if (m.advance() != null) {
-                verdict = watermarks.guard(handle, m.advance(), m.waitForGaps());
-            }
-        } catch (RuntimeException e) {
-            rollback(handle, e);
-            throw failures.of("checking a member of a grouped transaction", e);
-        }
-        if (verdict == JdbcWatermarks.Verdict.STALE) {
-            return new GroupResult.Done(Outcome.STALE);
-        }
-        if (verdict == JdbcWatermarks.Verdict.GAP) {
-            undo(handle, savepoint, null);
-            return new GroupResult.Done(Outcome.SEQUENCE_GAP);
-        }
-        return runWork(handle, m, savepoint);
-    }
-
-    /** Runs a member's work under its savepoint, rolling back to it alone when the work throws. */
-    private GroupResult runWork(Handle handle, GroupMember m, String savepoint) {
-        JdbcTransaction transaction = new JdbcTransaction(handle);
-        try {
-            m.work().run(transaction);
-        } catch (Exception e) {
-            transaction.end();
-            undo(handle, savepoint, e);
-            return new GroupResult.Failed(e);
-        } catch (Error e) {
-            transaction.end();
-            rollback(handle, e);
-            throw e;
-        }
-        transaction.end();
-        return new GroupResult.Done(Outcome.COMMITTED);
-    }
-
-    /**
-     * Runs a member's work with no savepoint of its own: true when it returned; when it threw, the whole
-     * transaction is rolled back and the answer is false.
-     */
-    private boolean runWithoutSavepoint(Handle handle, GroupMember m) {
-        JdbcTransaction transaction = new JdbcTransaction(handle);
-        try {
-            m.work().run(transaction);
-        } catch (Exception e) {
-            transaction.end();
-            rollback(handle, e);
-            return false;
-        } catch (Error e) {
-            transaction.end();
-            rollback(handle, e);
-            throw e;
-        }
-        transaction.end();
-        return true;
-    }
-
-    /**
-     * A member whose key had no row when the group locked its rows, under its savepoint, in the group's open
-     * transaction: its key written completed and locked, then guarded and run; {@code null} when that row changed
-     * under it (another consumer's claim raced it in), to run on its own. Throws a {@link StoreException} after
-     * rolling the whole transaction back when the database failed.
-     */
-    private GroupResult runMember(Handle handle, GroupMember m, ClaimRow row, String savepoint) {
-        StoredRow held;
-        JdbcWatermarks.Verdict verdict = JdbcWatermarks.Verdict.RUN;
-        try {
-            handle.savepoint(savepoint);
-            dialect.upsertInTransaction(handle, row);
-            held = handle.createQuery(dialect.lockRow())
-                    .bind(0, row.namespace()).bind(1, row.id())
-                    .map((rs, ctx) -> StoredRow.read(rs, 1))
-                    .findOne().orElse(null);
-            if (held != null && held.token() == row.token() && m.advance() != null) {
-                verdict = watermarks.guard(handle, m.advance(), m.waitForGaps());
-            }
-        } catch (RuntimeException e) {
-            rollback(handle, e);
-            throw failures.of("recording a key in a grouped transaction", e);
-        }
-        if (held == null || held.token() != row.token()) {
-            undo(handle, savepoint, null);
-            if (held != null && held.live() && held.state() == Dialect.COMPLETED) {
-                return new GroupResult.Done(held.duplicateOf(row.fingerprint()).fingerprintMatches()
-                        ? Outcome.DUPLICATE : Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
-            }
-            return null;
-        }
-        if (verdict == JdbcWatermarks.Verdict.STALE) {
-            return new GroupResult.Done(Outcome.STALE);
-        }
-        if (verdict == JdbcWatermarks.Verdict.GAP) {
-            undo(handle, savepoint, null);
-            return new GroupResult.Done(Outcome.SEQUENCE_GAP);
-        }
-        return runWork(handle, m, savepoint);
-    }
-
-    /** Rolls back to a member's savepoint; when that fails, the whole transaction, and throws. */
-    private void undo(Handle handle, String savepoint, Throwable cause) {
-        try {
-            handle.rollbackToSavepoint(savepoint);
-        } catch (RuntimeException e) {
-            if (cause != null) {
-                e.addSuppressed(cause);
-            }
-            rollback(handle, e);
-            throw failures.of("rolling back to a member's savepoint in a grouped transaction", e);
-        }
-    }
-
-    /**
-     * Opens the transaction and writes the key as completed, waiting for a concurrent holder of the
-     * key. Returns the key's row, locked; {@code null} when the write lost a race and may simply run
-     * again (the transaction is then rolled back).
-     */
-    private StoredRow takeKey(Handle handle, ClaimRow row, int pass) {
-        try {
-            handle.begin();
-            dialect.upsertInTransaction(handle, row);
-            StoredRow held = handle.createQuery(dialect.lockRow())
-                    .bind(0, row.namespace()).bind(1, row.id())
-                    .map((rs, ctx) -> StoredRow.read(rs, 1))
-                    .findOne().orElse(null);
-            if (held == null) {
-                rollback(handle, null);
-            }
-            return held;
-        } catch (RuntimeException e) {
-            rollback(handle, e);
-            if (pass < MAX_CONFLICT_RUNS && failures.isConflict(e)) {
-                backOff(pass);
-                return null;
-            }
-            throw failures.of("recording the key in a transaction", e);
-        }
-    }
-
-    /**
-     * The sequence guard of a run that holds its key: {@link JdbcWatermarks#guard} on the open transaction, which
-     * is then committed for a stale run (its key recorded as completed) and rolled back for a gap; a run to do
-     * goes on with its watermark raised. Answers {@code null} when the guard lost a race (a deadlock, or H2's
-     * concurrent insert of the watermark's row): rolled back, to be run again.
-     */
-    private JdbcWatermarks.Verdict guard(Handle handle, SequenceAdvance advance, boolean waitForGaps, int pass) {
-        JdbcWatermarks.Verdict verdict;
-        try {
-            verdict = watermarks.guard(handle, advance, waitForGaps);
-        } catch (RuntimeException e) {
-            rollback(handle, e);
-            if (pass < MAX_CONFLICT_RUNS && failures.isConflict(e)) {
-                backOff(pass);
-                return null;
-            }
-            throw failures.of("checking the sequence watermark in a transaction", e);
-        }
-        if (verdict == JdbcWatermarks.Verdict.GAP) {
-            rollback(handle, null);
-        } else if (verdict == JdbcWatermarks.Verdict.STALE) {
-            try {
-                handle.commit();
-            } catch (RuntimeException e) {
-                rollback(handle, e);
-                throw failures.of("committing the transaction of a stale run", e);
-            }
-        }
-        return verdict;
-    }
-
-    private void runAndCommit(Handle handle, Work work) throws Exception {
-        JdbcTransaction transaction = new JdbcTransaction(handle);
-        try {
-            work.run(transaction);
-        } catch (Throwable t) {
-            transaction.end();
-            rollback(handle, t);
-            throw t;
-        }
-        transaction.end();
-        try {
-            handle.commit();
-        } catch (RuntimeException e) {
-            rollback(handle, e);
-            throw failures.of("committing the transaction", e);
-        }
-    }
-
-    /** Rolls back; a failure to do so is added to {@code cause} when there is one, else thrown. */
-    private void rollback(Handle handle, Throwable cause) {
-        try {
-            handle.rollback();
-        } catch (RuntimeException e) {
-            if (cause == null) {
-                throw failures.of("rolling back the transaction", e);
-            }
-            cause.addSuppressed(e);
-        }
-    }
-
-    private static void closeQuietly(Handle handle) {
-        try {
-            handle.close();
-        } catch (RuntimeException ignored) {
-            // The connection is broken or was already handed back; the failure that matters was reported.
-        }
+        return members.size() <= 1 ? OutboxStore.super.runGroup(members) : runs.runGroup(members, savepoints);
     }
 
     // ------------------------------------------------------------------ outbox (see JdbcOutbox)
@@ -931,7 +530,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
 
     @Override
     public void checkHealth() {
-        call("health check", handle -> handle.createQuery("SELECT 1").mapTo(Integer.class).one());
+        calls.call("health check", handle -> handle.createQuery("SELECT 1").mapTo(Integer.class).one());
     }
 
     @Override
@@ -965,28 +564,5 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     @Override
     public String toString() {
         return "JdbcDedupStore[" + failures.where() + "]";
-    }
-
-    // ------------------------------------------------------------------ plumbing
-
-    private Handle open(String operation) {
-        try {
-            return jdbi.open();
-        } catch (RuntimeException e) {
-            throw failures.of(operation + " (getting a connection)", e);
-        }
-    }
-
-    private <T> T call(String operation, HandleCallback<T, RuntimeException> callback) {
-        if (closed.get()) {
-            throw failures.of(operation, "the store is closed", false);
-        }
-        try {
-            return jdbi.withHandle(callback);
-        } catch (StoreException e) {
-            throw e;
-        } catch (RuntimeException e) {
-            throw failures.of(operation, e);
-        }
     }
 }

@@ -6,16 +6,21 @@ import dev.idem.spi.ConfigKey;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.InspectableDedupStore;
+import dev.idem.spi.OutboxStore;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
+import dev.idem.spi.TransactionalDedupStore;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.ServiceLoader;
 import org.jdbi.v3.core.Jdbi;
 
 /**
@@ -30,23 +35,23 @@ import org.jdbi.v3.core.Jdbi;
  * PostgreSQL and MariaDB, and two (an upsert and a read) on H2 and MySQL. Expired rows are deleted every
  * {@code purge.interval} in batches of {@code purge.batch-size}.
  *
- * <p>The store also offers transactional mode ({@link dev.idem.spi.TransactionalDedupStore}): the key
+ * <p>The store also offers transactional mode ({@link TransactionalDedupStore}): the key
  * is written in the handler's own transaction, which the handler reaches from its context as a
  * {@code java.sql.Connection} or a Jdbi {@code Handle}. The pool runs transactions at READ COMMITTED.
  *
- * <p>With transactional mode comes the outbox ({@link dev.idem.spi.OutboxStore}): the messages a handler emits
+ * <p>With transactional mode comes the outbox ({@link OutboxStore}): the messages a handler emits
  * are written to a second table, named after the first with {@code _outbox} added, in the handler's
  * transaction, and relays in every process publish and delete them, each taking rows no other holds
  * ({@code FOR UPDATE SKIP LOCKED}). {@code schema} covers it as it covers the keys table. Each running relay
  * holds a pooled connection while it publishes.
  *
- * <p>The store is also a {@link dev.idem.spi.SequencedDedupStore}: the sequence guard's watermarks, one row per
+ * <p>The store is also a {@link SequencedDedupStore}: the sequence guard's watermarks, one row per
  * aggregate, live in a third table named after the first with {@code _seq} added, on the database's clock like the
  * keys, purged with them once their retention passed. A completion raises its watermark in the key's transaction,
  * and in transactional mode the watermark is checked and raised in the handler's own transaction. {@code schema}
  * covers it as it covers the keys table, so {@code validate} needs it even where no pipeline guards sequences.
  *
- * <p>The store is also an {@link dev.idem.spi.InspectableDedupStore}: its {@code stats} is one exact
+ * <p>The store is also an {@link InspectableDedupStore}: its {@code stats} is one exact
  * {@code COUNT(*)} over the table's live rows, never truncated, whose cost grows with the table.
  *
  * <p>No call waits forever on a database that stops answering: connecting and logging in take at most
@@ -55,7 +60,7 @@ import org.jdbi.v3.core.Jdbi;
  * then the call fails with a retriable {@link StoreException} naming the URL. An embedded H2 file has no socket.
  *
  * <p>Stateless and thread-safe, as every provider is; {@link #create} connects, prepares the table
- * and starts the purge. Found through {@link java.util.ServiceLoader}.
+ * and starts the purge. Found through {@link ServiceLoader}.
  */
 public final class JdbcDedupStoreProvider implements DedupStoreProvider {
 
@@ -156,7 +161,7 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
             .define(PROPERTIES)
             .build();
 
-    /** For {@link java.util.ServiceLoader}. */
+    /** For {@link ServiceLoader}. */
     public JdbcDedupStoreProvider() {
     }
 

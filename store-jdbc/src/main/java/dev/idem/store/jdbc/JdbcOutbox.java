@@ -2,6 +2,7 @@ package dev.idem.store.jdbc;
 
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.OutboxStore;
 import dev.idem.spi.OutboxStore.Backlog;
 import dev.idem.spi.OutboxStore.Emitted;
 import dev.idem.spi.OutboxStore.Publisher;
@@ -17,13 +18,11 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.function.BooleanSupplier;
 import org.jdbi.v3.core.Handle;
-import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.statement.PreparedBatch;
 
 /**
- * The JDBC store's outbox ({@link dev.idem.spi.OutboxStore}) on its {@link OutboxTable}.
+ * The JDBC store's outbox ({@link OutboxStore}) on its {@link OutboxTable}.
  *
  * <p>{@code append} is one JDBC batch of inserts on the handler's transaction's connection (in chunks of
  * {@value OutboxTable#MAX_ROWS_PER_BATCH} rows), which it neither commits nor rolls back. {@code relay} is one
@@ -42,19 +41,17 @@ import org.jdbi.v3.core.statement.PreparedBatch;
  */
 final class JdbcOutbox {
 
-    private final Jdbi jdbi;
+    private final JdbcCalls calls;
     private final OutboxTable table;
     private final Failures failures;
-    private final BooleanSupplier closed;
 
     /** {@link OutboxTable#lockOldest} for the server, read from its metadata on the first relay. */
     private volatile String lockOldest;
 
-    JdbcOutbox(Jdbi jdbi, OutboxTable table, Failures failures, BooleanSupplier closed) {
-        this.jdbi = jdbi;
+    JdbcOutbox(JdbcCalls calls, OutboxTable table, Failures failures) {
+        this.calls = calls;
         this.table = table;
         this.failures = failures;
-        this.closed = closed;
     }
 
     // ------------------------------------------------------------------ append
@@ -151,10 +148,8 @@ final class JdbcOutbox {
         }
         Objects.requireNonNull(publisher, "publisher");
         String operation = "relaying the outbox (table " + table.name + ")";
-        if (closed.getAsBoolean()) {
-            throw failures.of(operation, "the store is closed", false);
-        }
-        Handle handle = open(operation);
+        calls.checkNotClosed(operation);
+        Handle handle = calls.open(operation);
         try {
             List<Row> rows = lock(handle, limit);
             int published = 0;
@@ -182,7 +177,7 @@ final class JdbcOutbox {
             }
             return published;
         } finally {
-            closeQuietly(handle);
+            JdbcCalls.closeQuietly(handle);
         }
     }
 
@@ -246,20 +241,13 @@ final class JdbcOutbox {
 
     Backlog backlog() {
         String operation = "counting the rows of outbox table " + table.name;
-        if (closed.getAsBoolean()) {
-            throw failures.of(operation, "the store is closed", false);
-        }
-        try {
-            return jdbi.withHandle(handle -> handle.createQuery(table.backlog())
-                    .map((rs, ctx) -> {
-                        long rows = rs.getLong(1);
-                        long age = rs.getLong(2);
-                        return rows == 0 || rs.wasNull() ? Backlog.EMPTY : new Backlog(rows, ago(age));
-                    })
-                    .one());
-        } catch (RuntimeException e) {
-            throw failures.of(operation, e);
-        }
+        return calls.call(operation, handle -> handle.createQuery(table.backlog())
+                .map((rs, ctx) -> {
+                    long rows = rs.getLong(1);
+                    long age = rs.getLong(2);
+                    return rows == 0 || rs.wasNull() ? Backlog.EMPTY : new Backlog(rows, ago(age));
+                })
+                .one());
     }
 
     // ------------------------------------------------------------------ plumbing
@@ -273,14 +261,6 @@ final class JdbcOutbox {
         return Instant.now().minus(Math.max(0, micros), ChronoUnit.MICROS);
     }
 
-    private Handle open(String operation) {
-        try {
-            return jdbi.open();
-        } catch (RuntimeException e) {
-            throw failures.of(operation + " (getting a connection)", e);
-        }
-    }
-
     private static void rollback(Handle handle, Throwable cause) {
         try {
             if (handle.isInTransaction()) {
@@ -288,14 +268,6 @@ final class JdbcOutbox {
             }
         } catch (RuntimeException e) {
             cause.addSuppressed(e);
-        }
-    }
-
-    private static void closeQuietly(Handle handle) {
-        try {
-            handle.close();
-        } catch (RuntimeException ignored) {
-            // The connection is broken or was already handed back; the failure that matters was reported.
         }
     }
 }

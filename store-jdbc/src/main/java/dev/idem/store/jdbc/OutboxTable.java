@@ -1,12 +1,13 @@
 package dev.idem.store.jdbc;
 
+import dev.idem.spi.OutboxStore;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Locale;
 
 /**
- * The store's outbox table ({@link dev.idem.spi.OutboxStore}) and its SQL, per database. It is named after the
+ * The store's outbox table ({@link OutboxStore}) and its SQL, per database. It is named after the
  * keys table, {@code <table>_outbox}, and lives beside it. Immutable and thread-safe.
  *
  * <pre>

@@ -1,11 +1,13 @@
 package dev.idem.store.jdbc;
 
-import java.lang.System.Logger.Level;
+import dev.idem.spi.StoreException;
 import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.jdbi.v3.core.Jdbi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Deletes forgotten rows so that the table does not grow with every key ever seen (and, after the keys, the
@@ -16,7 +18,7 @@ import org.jdbi.v3.core.Jdbi;
  */
 final class Purger implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(Purger.class.getName());
+    private static final Logger log = LoggerFactory.getLogger(Purger.class);
 
     /** What one run did. */
     record Run(long rows, int batches) {
@@ -53,7 +55,7 @@ final class Purger implements AutoCloseable {
     /**
      * Deletes expired rows, batch by batch, until none is left or the purger is closed.
      *
-     * @throws dev.idem.spi.StoreException when a batch fails
+     * @throws StoreException when a batch fails
      */
     Run purgeExpired() {
         return purge(dialect.purge(), "purging expired keys");
@@ -63,7 +65,7 @@ final class Purger implements AutoCloseable {
      * Deletes forgotten sequence watermarks ({@link WatermarkTable}), batch by batch, as {@link #purgeExpired} does
      * keys.
      *
-     * @throws dev.idem.spi.StoreException when a batch fails
+     * @throws StoreException when a batch fails
      */
     Run purgeExpiredWatermarks() {
         return purge(WatermarkTable.of(dialect).purge(), "purging forgotten sequence watermarks");
@@ -92,17 +94,16 @@ final class Purger implements AutoCloseable {
         try {
             Run run = purgeExpired();
             if (run.rows() > 0) {
-                LOG.log(Level.DEBUG, () -> failures.where() + ": purged " + run.rows() + " expired keys in "
-                        + run.batches() + " batches");
+                log.debug("{}: purged {} expired keys in {} batches", failures.where(), run.rows(), run.batches());
             }
             Run watermarks = purgeExpiredWatermarks();
             if (watermarks.rows() > 0) {
-                LOG.log(Level.DEBUG, () -> failures.where() + ": purged " + watermarks.rows()
-                        + " forgotten sequence watermarks in " + watermarks.batches() + " batches");
+                log.debug("{}: purged {} forgotten sequence watermarks in {} batches", failures.where(),
+                        watermarks.rows(), watermarks.batches());
             }
         } catch (RuntimeException e) {
             // The next run tries again; claims are unaffected, since an expired row counts as absent.
-            LOG.log(Level.WARNING, e.getMessage(), e);
+            log.warn(e.getMessage(), e);
         }
     }
 

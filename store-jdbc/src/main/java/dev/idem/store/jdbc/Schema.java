@@ -1,7 +1,6 @@
 package dev.idem.store.jdbc;
 
 import dev.idem.spi.StoreException;
-import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.ResultSet;
@@ -12,6 +11,8 @@ import java.util.Locale;
 import java.util.TreeSet;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What the store does about its table at start ({@code store.jdbc.schema}): {@code create} it if
@@ -21,7 +22,7 @@ import org.jdbi.v3.core.Jdbi;
  */
 final class Schema {
 
-    private static final System.Logger LOG = System.getLogger(Schema.class.getName());
+    private static final Logger log = LoggerFactory.getLogger(Schema.class);
 
     static final String CREATE = "create";
     static final String VALIDATE = "validate";
@@ -76,7 +77,7 @@ final class Schema {
             String ddl = dialect.addColumn(column);
             try {
                 jdbi.useHandle(handle -> handle.execute(ddl));
-                LOG.log(Level.INFO, "{0}: added column {1} to the table made by an earlier version (schema: create): {2}",
+                log.info("{}: added column {} to the table made by an earlier version (schema: create): {}",
                         failures.where(), column, ddl);
             } catch (RuntimeException e) {
                 // Processes starting at once race to add it (the losers get a duplicate column); what counts

@@ -1,6 +1,7 @@
 package dev.idem.store.jdbc;
 
 import dev.idem.spi.SequenceAdvance;
+import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StoreKey;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -13,7 +14,7 @@ import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.statement.PreparedBatch;
 
 /**
- * The table of the sequence guard's watermarks ({@link dev.idem.spi.SequencedDedupStore}) and its SQL, per
+ * The table of the sequence guard's watermarks ({@link SequencedDedupStore}) and its SQL, per
  * database. It is named after the keys table, {@code <table>_seq}, lives beside it, and keeps time as the keys
  * table does: on the database's clock, in the same column types. Immutable and thread-safe.
  *

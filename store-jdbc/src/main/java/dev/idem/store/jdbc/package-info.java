@@ -1,6 +1,5 @@
 /**
  * The {@code jdbc} dedup store, on PostgreSQL, MariaDB/MySQL or an embedded H2 file.
- * {@link dev.idem.store.jdbc.JdbcDedupStoreProvider} is the only supported type; the rest is
- * implementation.
+ * {@link JdbcDedupStoreProvider} is the only supported type; the rest is implementation.
  */
 package dev.idem.store.jdbc;

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -144,7 +145,7 @@ abstract class AbstractTransactionalModeTest {
     @Test
     void savepointsOnFailureRunAGroupWithoutFailuresOnceAndCompleteEveryKey() throws Exception {
         store.runOnce(key("s-done"), null, RETENTION, insertRow("s-done"));
-        Map<String, AtomicInteger> runs = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
         List<TransactionalDedupStore.GroupMember> members = new ArrayList<>();
         for (String id : List.of("s-1", "s-2", "s-done", "s-3")) {
             if (!id.equals("s-done")) {
@@ -175,7 +176,7 @@ abstract class AbstractTransactionalModeTest {
      */
     @Test
     void savepointsOnFailureRunTheGroupAgainWithSavepointsWhenAWorkThrows() throws Exception {
-        Map<String, AtomicInteger> runs = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
         Acquired failing = null;
         List<TransactionalDedupStore.GroupMember> members = new ArrayList<>();
         for (String id : List.of("f-1", "f-2", "f-fails", "f-3")) {

@@ -10,6 +10,7 @@ import dev.idem.spi.StoreException;
 import dev.idem.spi.TransactionalDedupStore;
 import dev.idem.testkit.TestPluginConfig;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.ServiceLoader;
 import org.junit.jupiter.api.Test;
@@ -41,7 +42,7 @@ class JdbcDedupStoreProviderTest {
         assertThat(spec.key("schema").allowedValues()).containsExactly("create", "validate", "none");
         assertThat(spec.key("schema").defaultValue()).isEqualTo("create");
         assertThat(spec.key("pool.maximum-size").defaultValue()).isEqualTo(10);
-        assertThat(spec.key("purge.interval").defaultValue()).isEqualTo(java.time.Duration.ofMinutes(1));
+        assertThat(spec.key("purge.interval").defaultValue()).isEqualTo(Duration.ofMinutes(1));
         assertThat(spec.key("purge.batch-size").defaultValue()).isEqualTo(1000);
         assertThat(spec.keys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
     }

@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -100,7 +101,7 @@ class TransactionalGuardsTest {
     }
 
     private void publish(String id, Map<String, String> headers, String payload) {
-        Map<String, String> all = new java.util.HashMap<>(headers);
+        Map<String, String> all = new HashMap<>(headers);
         all.put("message-id", id);
         broker.publish("orders", new OutboundMessage(null, null, all, payload.getBytes(StandardCharsets.UTF_8)));
     }

@@ -21,8 +21,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * DESIGN.md's transactional mode end to end: two runtimes with the same pipeline (two processes of
- * one service) get every one of 10,000 keys at about the same time, and their handler writes one
+ * Transactional mode (docs/design.md, "Transactional mode") end to end: two runtimes with the same pipeline
+ * (two processes of one service) get every one of 10,000 keys at about the same time, and their handler writes one
  * business row per message in the store's transaction, failing at random 10 % of the time after the
  * write. With {@code transactional.group} above 1 the runs share transactions, each under a savepoint
  * ({@code per-message}), or under none until a failure rolls the group back and runs it again with them
