@@ -2,6 +2,8 @@ package dev.idem.adapter.kafka;
 
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
+import dev.idem.spi.BrokerException;
+import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
@@ -11,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.ServiceLoader;
 
 /**
  * The {@code kafka} broker adapter ({@code broker.type: kafka}), on {@code kafka-clients} 4.x.
@@ -18,7 +21,7 @@ import java.util.Objects;
  * <h2>Connecting</h2>
  * {@code create} connects nothing. The first subscribe or publish checks that a bootstrap server accepts a
  * connection and that the cluster describes itself through it, within {@code connect-timeout}; otherwise it
- * fails once with a {@link dev.idem.spi.BrokerException} naming the servers and why each could not be reached,
+ * fails once with a {@link BrokerException} naming the servers and why each could not be reached,
  * instead of the clients' reconnect warnings. Only then are the consumer and the producer created.
  *
  * <h2>Consuming</h2>
@@ -54,7 +57,7 @@ import java.util.Objects;
  * origin (topic, partition, offset) to {@code <topic><dead-letter-suffix>} or the pipeline's dead-letter
  * destination, waits until the broker acknowledged it ({@code acks=all}, idempotent producer), then acks.
  *
- * <p>Stateless and thread-safe; found through {@link java.util.ServiceLoader}. The adapters it creates are
+ * <p>Stateless and thread-safe; found through {@link ServiceLoader}. The adapters it creates are
  * thread-safe.
  */
 public final class KafkaAdapterProvider implements BrokerAdapterProvider {
@@ -214,7 +217,7 @@ public final class KafkaAdapterProvider implements BrokerAdapterProvider {
             .define(CLIENT)
             .build();
 
-    /** For {@link java.util.ServiceLoader}. */
+    /** For {@link ServiceLoader}. */
     public KafkaAdapterProvider() {
     }
 
@@ -242,8 +245,8 @@ public final class KafkaAdapterProvider implements BrokerAdapterProvider {
      * Creates an adapter; connections are opened on first use, once the bootstrap servers answered within
      * {@code connect-timeout}.
      *
-     * @throws dev.idem.spi.ConfigException with what {@link #validate} reports
-     * @throws dev.idem.spi.BrokerException if the Kafka client rejects the resulting settings
+     * @throws ConfigException with what {@link #validate} reports
+     * @throws BrokerException if the Kafka client rejects the resulting settings
      */
     @Override
     public BrokerAdapter create(PluginConfig config) {

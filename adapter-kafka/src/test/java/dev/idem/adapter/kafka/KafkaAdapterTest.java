@@ -11,6 +11,7 @@ import dev.idem.spi.InboundMessage;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -229,7 +230,7 @@ class KafkaAdapterTest {
     void healthCheckPassesAgainstTheBrokerAndFailsWithBrokerExceptionWithoutOne() throws Exception {
         adapter.checkHealth();
         int deadPort;
-        try (var socket = new java.net.ServerSocket(0)) {
+        try (var socket = new ServerSocket(0)) {
             deadPort = socket.getLocalPort();
         }
         try (KafkaAdapter nowhere = KafkaTestSupport.adapter(KafkaTestSupport.config()
