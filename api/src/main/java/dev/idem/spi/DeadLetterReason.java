@@ -1,5 +1,6 @@
 package dev.idem.spi;
 
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -53,7 +54,7 @@ public record DeadLetterReason(String cause, String detail, int attempts, String
         if (traceContext.isEmpty()) {
             return reason;
         }
-        Map<String, String> all = new java.util.HashMap<>(traceContext);
+        Map<String, String> all = new HashMap<>(traceContext);
         all.putAll(reason);
         return Map.copyOf(all);
     }

@@ -5,8 +5,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Remembers which idempotency keys are claimed and completed. See DESIGN.md, "A key's life in
- * the store":
+ * Remembers which idempotency keys are claimed and completed. See docs/design.md, "A key's
+ * life in the store":
  * <pre>
  * absent --claim--&gt; CLAIMED(token, lease, attempts, fingerprint)
  * CLAIMED --complete(token)--&gt; COMPLETED (until retention runs out, then absent)

@@ -2,13 +2,14 @@ package dev.idem.spi;
 
 import java.time.Instant;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * An optional capability of a {@link TransactionalDedupStore}: an outbox table in the handler's
  * database. Messages a handler emits in transactional mode are {@linkplain #append appended} in the
  * same transaction as its key and its business rows, so they exist if and only if that transaction
  * committed; a relay in every runtime process then {@linkplain #relay publishes and deletes} them.
- * See DESIGN.md, "Business-level guards".
+ * See docs/design.md, "Emitted messages and the outbox".
  *
  * <p>Thread-safe. Several processes may relay one outbox at once: each {@link #relay} call takes rows
  * no other call holds (row locks skipped, as with {@code FOR UPDATE SKIP LOCKED}), so every row is
@@ -19,8 +20,8 @@ public interface OutboxStore extends TransactionalDedupStore {
     /** One message to append: where it goes and what it is. */
     record Emitted(String destination, OutboundMessage message) {
         public Emitted {
-            java.util.Objects.requireNonNull(destination, "destination");
-            java.util.Objects.requireNonNull(message, "message");
+            Objects.requireNonNull(destination, "destination");
+            Objects.requireNonNull(message, "message");
         }
     }
 

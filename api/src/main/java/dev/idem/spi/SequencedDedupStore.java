@@ -5,8 +5,8 @@ import java.util.List;
 
 /**
  * An optional capability of a {@link DedupStore}: the watermarks of the sequence guard
- * ({@code pipelines.<name>.sequence}), one per aggregate, kept beside the keys. See DESIGN.md,
- * "Business-level guards".
+ * ({@code pipelines.<name>.sequence}), one per aggregate, kept beside the keys. See docs/design.md,
+ * "The sequence guard".
  *
  * <p>The runtime runs the events of one aggregate one at a time. Before an event runs it reads the
  * aggregate's {@link #watermark}: an event numbered at or below it is stale (acked, not run); the next

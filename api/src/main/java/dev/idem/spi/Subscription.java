@@ -1,5 +1,7 @@
 package dev.idem.spi;
 
+import java.util.Map;
+
 /**
  * A running subscription of a {@link BrokerAdapter}. Thread-safe.
  */
@@ -20,8 +22,8 @@ public interface Subscription extends AutoCloseable {
      * figures the consumer learned on its own thread, or a cached answer of a broker query at most a few
      * seconds old. Never throws; an unknown figure is left out.
      */
-    default java.util.Map<String, Long> backlog() {
-        return java.util.Map.of();
+    default Map<String, Long> backlog() {
+        return Map.of();
     }
 
     /**

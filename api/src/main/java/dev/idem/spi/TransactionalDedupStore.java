@@ -1,11 +1,14 @@
 package dev.idem.spi;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
 
 /**
  * An optional capability of a {@link DedupStore} whose keys live in the same database as the
  * handler's data (the JDBC store): the key is recorded in the same transaction as the handler's own
- * writes, so both commit or neither does. See DESIGN.md, "Transactional mode".
+ * writes, so both commit or neither does. See docs/design.md, "Transactional mode".
  *
  * <p>Called by pipeline worker threads, concurrently for different keys; implementations are
  * thread-safe. A concurrent call for the same key waits on the store's unique key until the first
@@ -88,9 +91,9 @@ public interface TransactionalDedupStore extends DedupStore {
     record GroupMember(StoreKey key, String fingerprint, Duration retention, SequenceAdvance advance,
             boolean waitForGaps, Work work) {
         public GroupMember {
-            java.util.Objects.requireNonNull(key, "key");
-            java.util.Objects.requireNonNull(retention, "retention");
-            java.util.Objects.requireNonNull(work, "work");
+            Objects.requireNonNull(key, "key");
+            Objects.requireNonNull(retention, "retention");
+            Objects.requireNonNull(work, "work");
         }
     }
 
@@ -132,8 +135,8 @@ public interface TransactionalDedupStore extends DedupStore {
      * @throws StoreException when the transaction as a whole failed (connection, deadlock, commit): nothing of
      *         the group committed
      */
-    default java.util.List<GroupResult> runGroup(java.util.List<GroupMember> members) {
-        java.util.List<GroupResult> results = new java.util.ArrayList<>(members.size());
+    default List<GroupResult> runGroup(List<GroupMember> members) {
+        List<GroupResult> results = new ArrayList<>(members.size());
         for (GroupMember m : members) {
             try {
                 results.add(new GroupResult.Done(
@@ -158,7 +161,7 @@ public interface TransactionalDedupStore extends DedupStore {
      * {@link #runGroup(java.util.List)} with its savepoints set as {@code savepoints} says; every result means
      * the same. The default ignores {@code savepoints} and sets one per member.
      */
-    default java.util.List<GroupResult> runGroup(java.util.List<GroupMember> members, Savepoints savepoints) {
+    default List<GroupResult> runGroup(List<GroupMember> members, Savepoints savepoints) {
         return runGroup(members);
     }
 

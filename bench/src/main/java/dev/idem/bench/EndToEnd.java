@@ -4,6 +4,7 @@ import dev.idem.api.MessageHandler;
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -74,7 +75,7 @@ public final class EndToEnd {
 
     /** With {@code -Didem.bench.store-times=true}: the store calls of a run, their count and share of its time. */
     private static void printStoreTimes(SimpleMeterRegistry meters, String pipeline, long nanos) {
-        for (io.micrometer.core.instrument.Timer timer : meters.find("idem.store.duration").tag("pipeline", pipeline)
+        for (Timer timer : meters.find("idem.store.duration").tag("pipeline", pipeline)
                 .timers()) {
             if (timer.count() > 0) {
                 System.out.printf("  %-10s %,7d calls, mean %7.3f ms, busy %3.0f %% of the run%n",

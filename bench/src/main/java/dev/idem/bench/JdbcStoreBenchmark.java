@@ -19,7 +19,9 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.ServiceLoader;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -126,7 +128,7 @@ public class JdbcStoreBenchmark {
 
     @Setup(Level.Trial)
     public void connect() throws SQLException, IOException {
-        db = Database.valueOf(database.toUpperCase(java.util.Locale.ROOT));
+        db = Database.valueOf(database.toUpperCase(Locale.ROOT));
         if (db == Database.H2) {
             h2Directory = Files.createTempDirectory("idem-bench-h2");
             // As the store opens it (H2Dialect): the plain insert's connection must name the file the same way, or
@@ -173,7 +175,7 @@ public class JdbcStoreBenchmark {
         plain.close();
         if (h2Directory != null) {
             try (var files = Files.walk(h2Directory)) {
-                for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }

@@ -15,6 +15,8 @@ import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -125,8 +127,8 @@ public class PipelineBenchmark {
             builder.store("baseline", new BaselineStore());
         }
         if (tracing.equals("on")) {
-            builder.openTelemetry(io.opentelemetry.sdk.OpenTelemetrySdk.builder()
-                    .setTracerProvider(io.opentelemetry.sdk.trace.SdkTracerProvider.builder().build()).build());
+            builder.openTelemetry(OpenTelemetrySdk.builder()
+                    .setTracerProvider(SdkTracerProvider.builder().build()).build());
         }
         runtime = builder
                 .configYaml(yaml)

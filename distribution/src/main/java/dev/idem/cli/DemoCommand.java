@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -100,7 +101,7 @@ final class DemoCommand implements Callable<Integer> {
                     plan.repeats());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
             int printed = 0;
-            Map<String, Integer> outcomes = new java.util.TreeMap<>();
+            Map<String, Integer> outcomes = new TreeMap<>();
             while (printed < plan.size()) {
                 Seen s = seen.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
                 if (s == null) {

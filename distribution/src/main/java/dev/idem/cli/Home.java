@@ -1,5 +1,6 @@
 package dev.idem.cli;
 
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 
 /**
@@ -38,7 +39,7 @@ record Home(Path root) {
         try {
             Path path = Path.of(location);
             return path.isAbsolute() ? show(path) : location;
-        } catch (java.nio.file.InvalidPathException e) {
+        } catch (InvalidPathException e) {
             return location;
         }
     }

@@ -13,6 +13,7 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -179,7 +180,7 @@ final class PublishCommand implements Callable<Integer> {
         }
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
-            List<Future<Void>> running = new java.util.ArrayList<>();
+            List<Future<Void>> running = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 running.add(pool.submit(worker));
             }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.idem.api.HandlerContext;
+import dev.idem.api.IdemException;
 import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import java.io.IOException;
@@ -233,7 +234,7 @@ class CliUsageErrorsTest {
         CommandLine command = Main.commandLine();
         command.setErr(new PrintWriter(err));
 
-        int failed = Main.report(new dev.idem.api.IdemException("Cannot reach amqp://idem:hunter2@mq:5672/",
+        int failed = Main.report(new IdemException("Cannot reach amqp://idem:hunter2@mq:5672/",
                 new IllegalStateException("jdbc:postgresql://db/app?password=hunter2")), command);
         int unexpected = Main.report(new IllegalStateException("redis://:hunter2@cache:6379 refused"), command);
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.runtime.config.ConfigLoader;
 import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.config.PluginSpecs;
 import dev.idem.runtime.plugin.PluginRegistry;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -52,8 +53,8 @@ class ConfigTemplateTest {
     @Test
     void everyInstalledPluginsKeysAppearInTheTemplate() {
         String template = ConfigTemplate.render(plugins);
-        for (var kind : dev.idem.runtime.config.PluginSpecs.Kind.values()) {
-            if (kind == dev.idem.runtime.config.PluginSpecs.Kind.ID_EXTRACTOR) {
+        for (var kind : PluginSpecs.Kind.values()) {
+            if (kind == PluginSpecs.Kind.ID_EXTRACTOR) {
                 continue;
             }
             for (String id : plugins.ids(kind)) {

@@ -1,8 +1,13 @@
 package dev.idem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -79,13 +84,13 @@ class DistributionIT {
     void runServesHealthAndMetricsAndStopsGracefullyOnSigterm() throws Exception {
         Installation idem = Installation.in(dir);
         int port = Installation.freePort();
-        String config = java.nio.file.Files.readString(idem.config())
+        String config = Files.readString(idem.config())
                 .replace("runtime:\n", "runtime:\n  http.port: " + port + "\n");
         idem.writeConfig(config);
         Installation.Running running = idem.start("run");
         try {
-            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
-            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).ignoreExceptions().until(() ->
+            HttpClient http = HttpClient.newHttpClient();
+            await().atMost(Duration.ofSeconds(60)).ignoreExceptions().until(() ->
                     get(http, port, "/health/live").statusCode() == 200);
             var ready = get(http, port, "/health/ready");
             assertThat(ready.statusCode()).as(ready.body()).isEqualTo(200);
@@ -101,10 +106,10 @@ class DistributionIT {
         assertThat(running.log()).contains("Stopped; every in-flight message finished");
     }
 
-    private static java.net.http.HttpResponse<String> get(java.net.http.HttpClient http, int port, String path)
+    private static HttpResponse<String> get(HttpClient http, int port, String path)
             throws IOException, InterruptedException {
-        return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path))
-                .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .build(), HttpResponse.BodyHandlers.ofString());
     }
 
     @Test

@@ -70,14 +70,14 @@ class DlqReplayIT {
     /** Brokers in this JVM log through it at debug by default. */
     @BeforeAll
     static void quiet() {
-        Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+        Logger root = (Logger) LoggerFactory.getLogger(Logger.ROOT_LOGGER_NAME);
         previousLevel = root.getLevel();
         root.setLevel(Level.WARN);
     }
 
     @AfterAll
     static void restoreLevel() {
-        ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).setLevel(previousLevel);
+        ((Logger) LoggerFactory.getLogger(Logger.ROOT_LOGGER_NAME)).setLevel(previousLevel);
     }
 
     @BeforeEach

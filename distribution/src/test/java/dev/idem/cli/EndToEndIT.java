@@ -3,6 +3,8 @@ package dev.idem.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.adapter.kafka.EmbeddedKafka;
 import dev.idem.testkit.ExternalService;
 import java.io.IOException;
@@ -413,9 +415,9 @@ class EndToEndIT {
     }
 
     private static void deleteQueue(String uri, String queue) throws Exception {
-        com.rabbitmq.client.ConnectionFactory factory = new com.rabbitmq.client.ConnectionFactory();
+        ConnectionFactory factory = new ConnectionFactory();
         factory.setUri(uri);
-        try (com.rabbitmq.client.Connection c = factory.newConnection(); com.rabbitmq.client.Channel ch = c.createChannel()) {
+        try (com.rabbitmq.client.Connection c = factory.newConnection(); Channel ch = c.createChannel()) {
             ch.queueDelete(queue);
             ch.queueDelete(queue + ".DLQ");
         }

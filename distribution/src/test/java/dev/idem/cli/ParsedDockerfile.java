@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Matcher;
@@ -129,7 +130,7 @@ final class ParsedDockerfile {
             if (!continued) {
                 String text = pending.toString().strip();
                 int space = text.indexOf(' ');
-                String keyword = (space < 0 ? text : text.substring(0, space)).toUpperCase(java.util.Locale.ROOT);
+                String keyword = (space < 0 ? text : text.substring(0, space)).toUpperCase(Locale.ROOT);
                 instructions.add(new Instruction(keyword, space < 0 ? "" : text.substring(space + 1).strip(), start));
                 pending = null;
             }

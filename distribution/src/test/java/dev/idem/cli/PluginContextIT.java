@@ -3,6 +3,8 @@ package dev.idem.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.adapter.kafka.EmbeddedKafka;
 import dev.idem.testkit.ExternalService;
 import java.io.IOException;
@@ -104,10 +106,10 @@ class PluginContextIT {
                       redis: { uri: "%s", key-prefix: "idem-ready-%s:" }
                     """.formatted(uri, redis, run), queue);
         } finally {
-            com.rabbitmq.client.ConnectionFactory factory = new com.rabbitmq.client.ConnectionFactory();
+            ConnectionFactory factory = new ConnectionFactory();
             factory.setUri(uri);
             try (com.rabbitmq.client.Connection c = factory.newConnection();
-                    com.rabbitmq.client.Channel channel = c.createChannel()) {
+                    Channel channel = c.createChannel()) {
                 channel.queueDelete(queue);
                 channel.queueDelete(queue + ".DLQ");
             }

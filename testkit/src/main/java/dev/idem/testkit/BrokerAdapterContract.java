@@ -1,6 +1,7 @@
 package dev.idem.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DeadLetterReason;
@@ -183,14 +184,14 @@ public abstract class BrokerAdapterContract {
                 return;
             }
             // Nothing acked yet: the broker still holds (nearly) all of it, whatever its prefetch.
-            org.awaitility.Awaitility.await().atMost(receiveTimeout()).until(() ->
+            await().atMost(receiveTimeout()).until(() ->
                     subscription.backlog().values().stream().mapToLong(Long::longValue).sum() >= published - 10);
             for (int acked = 0; acked < published; acked++) {
                 Delivery d = received.poll(receiveTimeout().toMillis(), TimeUnit.MILLISECONDS);
                 assertThat(d).as("delivery %d of %d", acked + 1, published).isNotNull();
                 d.ack();
             }
-            org.awaitility.Awaitility.await().atMost(receiveTimeout()).until(() ->
+            await().atMost(receiveTimeout()).until(() ->
                     subscription.backlog().values().stream().mapToLong(Long::longValue).sum() == 0
                             && !subscription.backlog().isEmpty());
         }

@@ -41,8 +41,8 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The contract every {@link DedupStore} must pass: the key life cycle of DESIGN.md ("A key's life in
- * the store") as JUnit 5 tests. A store's test extends it and says how to make a store:
+ * The contract every {@link DedupStore} must pass: the key life cycle of docs/design.md ("A key's life
+ * in the store") as JUnit 5 tests. A store's test extends it and says how to make a store:
  *
  * <pre>{@code
  * class CaffeineDedupStoreTest extends DedupStoreContract {

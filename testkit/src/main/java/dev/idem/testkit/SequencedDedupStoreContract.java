@@ -34,8 +34,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The contract of a {@link SequencedDedupStore}: the sequence guard's watermarks of DESIGN.md ("Business-level
- * guards") as JUnit 5 tests. It runs beside {@link DedupStoreContract}, not instead of it: a store's test class
+ * The contract of a {@link SequencedDedupStore}: the sequence guard's watermarks of docs/design.md ("The sequence
+ * guard") as JUnit 5 tests. It runs beside {@link DedupStoreContract}, not instead of it: a store's test class
  * for the key life cycle extends that one, and a second class extends this one and says how to make the store:
  *
  * <pre>{@code

@@ -5,12 +5,16 @@ import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import jakarta.jms.JMSException;
+import jakarta.jms.MapMessage;
+import jakarta.jms.Message;
 import jakarta.jms.MessageConsumer;
 import jakarta.jms.Session;
+import jakarta.jms.TemporaryQueue;
 import jakarta.jms.Topic;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.apache.activemq.ActiveMQConnection;
@@ -44,7 +48,7 @@ final class ActiveMqSubscription implements Subscription, SubscriptionContext, T
     /** Until when the broker is not asked for statistics again, after it did not answer (ticker of System.nanoTime). */
     private volatile long statisticsQuietUntil;
     private static final long STATISTICS_TIMEOUT_MS = 1_000;
-    private static final long STATISTICS_RETRY_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
+    private static final long STATISTICS_RETRY_NANOS = TimeUnit.MINUTES.toNanos(1);
 
     private ActiveMqSubscription(SubscriptionRequest request, JmsDestination source, DeliveryListener listener,
             Publishers publishers, ActiveMQConnection connection, boolean ownsConnection, Runnable onClose) {
@@ -151,33 +155,33 @@ final class ActiveMqSubscription implements Subscription, SubscriptionContext, T
      * topic, or for a minute after the broker did not answer within a second (the plugin is off).
      */
     @Override
-    public java.util.Map<String, Long> backlog() {
+    public Map<String, Long> backlog() {
         if (source.topic() || closed || System.nanoTime() - statisticsQuietUntil < 0) {
-            return java.util.Map.of();
+            return Map.of();
         }
-        jakarta.jms.Session session = null;
+        Session session = null;
         try {
-            session = connection.createSession(false, jakarta.jms.Session.AUTO_ACKNOWLEDGE);
-            jakarta.jms.TemporaryQueue replies = session.createTemporaryQueue();
-            jakarta.jms.MessageConsumer consumer = session.createConsumer(replies);
-            jakarta.jms.Message query = session.createMessage();
+            session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            TemporaryQueue replies = session.createTemporaryQueue();
+            MessageConsumer consumer = session.createConsumer(replies);
+            Message query = session.createMessage();
             query.setJMSReplyTo(replies);
             session.createProducer(session.createQueue("ActiveMQ.Statistics.Destination." + source.name())).send(query);
-            jakarta.jms.Message answer = consumer.receive(STATISTICS_TIMEOUT_MS);
-            if (answer instanceof jakarta.jms.MapMessage stats && stats.itemExists("size")) {
-                return java.util.Map.of(source.name(), stats.getLong("size"));
+            Message answer = consumer.receive(STATISTICS_TIMEOUT_MS);
+            if (answer instanceof MapMessage stats && stats.itemExists("size")) {
+                return Map.of(source.name(), stats.getLong("size"));
             }
             statisticsQuietUntil = System.nanoTime() + STATISTICS_RETRY_NANOS;
             log.info("The ActiveMQ broker did not answer a statistics query for '{}'; idem.backlog stays empty"
                     + " (enable <statisticsBrokerPlugin/> in activemq.xml to get it)", source.name());
-            return java.util.Map.of();
-        } catch (jakarta.jms.JMSException | RuntimeException e) {
-            return java.util.Map.of();
+            return Map.of();
+        } catch (JMSException | RuntimeException e) {
+            return Map.of();
         } finally {
             if (session != null) {
                 try {
                     session.close();
-                } catch (jakarta.jms.JMSException ignored) {
+                } catch (JMSException ignored) {
                     // The connection is going or gone; the figure is simply missing.
                 }
             }

@@ -3,7 +3,9 @@ package dev.idem.adapter.activemq;
 import dev.idem.spi.BrokerException;
 import java.io.File;
 import java.io.IOException;
+import org.apache.activemq.broker.BrokerPlugin;
 import org.apache.activemq.broker.BrokerService;
+import org.apache.activemq.plugin.StatisticsBrokerPlugin;
 import org.apache.activemq.store.SharedFileLocker;
 import org.apache.activemq.store.kahadb.KahaDBPersistenceAdapter;
 import org.slf4j.Logger;
@@ -43,8 +45,7 @@ final class EmbeddedBroker {
             // Advisory messages serve tooling and dynamic networks, neither of which an embedded broker has.
             broker.setAdvisorySupport(false);
             // Answers the queue-size queries behind idem.backlog.
-            broker.setPlugins(new org.apache.activemq.broker.BrokerPlugin[] {
-                new org.apache.activemq.plugin.StatisticsBrokerPlugin()});
+            broker.setPlugins(new BrokerPlugin[] {new StatisticsBrokerPlugin()});
             broker.setDataDirectoryFile(dataDirectory);
             broker.setTmpDataDirectory(new File(dataDirectory, "tmp"));
             KahaDBPersistenceAdapter kahaDb = new KahaDBPersistenceAdapter();

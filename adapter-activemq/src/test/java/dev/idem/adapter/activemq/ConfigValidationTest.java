@@ -3,6 +3,7 @@ package dev.idem.adapter.activemq;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.spi.BrokerAdapterProvider;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.ConfigKey;
@@ -16,7 +17,7 @@ class ConfigValidationTest {
 
     @Test
     void providerIsFoundByServiceLoaderUnderItsId() {
-        assertThat(ServiceLoader.load(dev.idem.spi.BrokerAdapterProvider.class).stream()
+        assertThat(ServiceLoader.load(BrokerAdapterProvider.class).stream()
                 .map(p -> p.get().id())).contains("activemq");
     }
 

@@ -9,6 +9,7 @@ import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.Delivery;
 import dev.idem.testkit.TestPluginConfig;
+import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -77,7 +78,7 @@ class EmbeddedBrokerTest {
     @Test
     void listensForOtherProcessesWhenAsked(@TempDir Path dir) throws Exception {
         int port;
-        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+        try (ServerSocket probe = new ServerSocket(0)) {
             port = probe.getLocalPort();
         }
         BrokerAdapter embedded = TestBroker.adapter(embedded(dir, "embedded-listen")

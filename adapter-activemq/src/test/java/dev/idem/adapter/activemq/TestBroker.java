@@ -7,7 +7,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.apache.activemq.broker.BrokerPlugin;
 import org.apache.activemq.broker.BrokerService;
+import org.apache.activemq.plugin.StatisticsBrokerPlugin;
 import org.apache.activemq.store.kahadb.KahaDBPersistenceAdapter;
 
 /**
@@ -47,8 +49,7 @@ final class TestBroker implements AutoCloseable {
             b.setUseJmx(false);
             b.setUseShutdownHook(false);
             b.setAdvisorySupport(false);
-            b.setPlugins(new org.apache.activemq.broker.BrokerPlugin[] {
-                new org.apache.activemq.plugin.StatisticsBrokerPlugin()});
+            b.setPlugins(new BrokerPlugin[] {new StatisticsBrokerPlugin()});
             b.setDataDirectoryFile(dataDirectory.toFile());
             KahaDBPersistenceAdapter kahaDb = new KahaDBPersistenceAdapter();
             kahaDb.setDirectory(new File(dataDirectory.toFile(), "kahadb"));

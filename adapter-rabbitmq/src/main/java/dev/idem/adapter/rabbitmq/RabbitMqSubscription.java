@@ -1,6 +1,7 @@
 package dev.idem.adapter.rabbitmq;
 
 import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Envelope;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.DeliveryListener;
@@ -9,6 +10,7 @@ import dev.idem.spi.Subscription;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -105,11 +107,11 @@ final class RabbitMqSubscription implements Subscription, RabbitDelivery.Settler
      * the broker cannot be asked.
      */
     @Override
-    public java.util.Map<String, Long> backlog() {
-        try (com.rabbitmq.client.Channel channel = adapter.consumingConnection().createChannel()) {
-            return java.util.Map.of(request.source(), channel.messageCount(request.source()));
+    public Map<String, Long> backlog() {
+        try (Channel channel = adapter.consumingConnection().createChannel()) {
+            return Map.of(request.source(), channel.messageCount(request.source()));
         } catch (Exception e) {
-            return java.util.Map.of();
+            return Map.of();
         }
     }
 

@@ -8,6 +8,7 @@ import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -116,7 +117,7 @@ class RabbitMqPipelineTest {
             try {
                 ch.waitForConfirmsOrDie(30_000);
             } catch (InterruptedException | TimeoutException e) {
-                throw new java.io.IOException(e);
+                throw new IOException(e);
             }
             return null;
         });

@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.Delivery;
 import dev.idem.testkit.TestPluginConfig;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
@@ -68,7 +69,7 @@ class RabbitMqRecoveryTest {
             }
             assertThat(bodies).containsExactlyInAnyOrder("before", "after-1", "after-2");
             assertThat(again.message().redelivered()).isTrue();
-            again.retryLater(java.time.Duration.ZERO);
+            again.retryLater(Duration.ZERO);
 
             Delivery last = c.next();
             assertThat(text(last)).as("the stale ack acked nothing: 'before' is still there").isEqualTo("before");

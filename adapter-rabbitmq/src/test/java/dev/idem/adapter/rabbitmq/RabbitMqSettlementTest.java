@@ -16,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -159,7 +160,7 @@ class RabbitMqSettlementTest {
             assertThat(new String(dead.getBody(), StandardCharsets.UTF_8)).isEqualTo("poison");
             assertThat(dead.getProps().getMessageId()).isEqualTo("amqp-id-1");
             assertThat(dead.getProps().getDeliveryMode()).isEqualTo(2);
-            Map<String, String> headers = new java.util.HashMap<>();
+            Map<String, String> headers = new HashMap<>();
             dead.getProps().getHeaders().forEach((k, v) -> headers.put(k, String.valueOf(v)));
             assertThat(headers).containsEntry("tenant", "acme")
                     .containsEntry(DeadLetterReason.HEADER_CAUSE, "handler-failed")

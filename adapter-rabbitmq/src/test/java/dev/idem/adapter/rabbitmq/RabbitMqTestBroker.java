@@ -1,5 +1,6 @@
 package dev.idem.adapter.rabbitmq;
 
+import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
@@ -15,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The shared RabbitMQ the suites run against ({@code IDEM_TEST_RABBITMQ_URL}, else 127.0.0.1:5672, else a
@@ -75,7 +77,7 @@ final class RabbitMqTestBroker {
             return work.run(channel);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        } catch (java.util.concurrent.TimeoutException e) {
+        } catch (TimeoutException e) {
             throw new IllegalStateException(e);
         }
     }
@@ -103,11 +105,11 @@ final class RabbitMqTestBroker {
     static void publishRaw(String queue, String messageId, Map<String, Object> headers, String body) {
         onChannel(ch -> {
             ch.confirmSelect();
-            ch.basicPublish("", queue, new com.rabbitmq.client.AMQP.BasicProperties.Builder().messageId(messageId)
+            ch.basicPublish("", queue, new AMQP.BasicProperties.Builder().messageId(messageId)
                     .headers(headers).deliveryMode(2).build(), body.getBytes(StandardCharsets.UTF_8));
             try {
                 ch.waitForConfirmsOrDie(10_000);
-            } catch (InterruptedException | java.util.concurrent.TimeoutException e) {
+            } catch (InterruptedException | TimeoutException e) {
                 throw new IOException(e);
             }
             return null;

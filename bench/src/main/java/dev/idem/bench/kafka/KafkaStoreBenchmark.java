@@ -7,6 +7,10 @@ import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
 import dev.idem.spi.StoreContext;
 import dev.idem.testkit.TestPluginConfig;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -138,9 +142,9 @@ public final class KafkaStoreBenchmark {
     }
 
     /** The tables of the PostgreSQL runs: each Idem run had its own, numbered as the runs are. */
-    private static void dropTables(int runs) throws java.sql.SQLException {
-        try (java.sql.Connection c = java.sql.DriverManager.getConnection(POSTGRES_URL, "postgres", "");
-                java.sql.Statement statement = c.createStatement()) {
+    private static void dropTables(int runs) throws SQLException {
+        try (Connection c = DriverManager.getConnection(POSTGRES_URL, "postgres", "");
+                Statement statement = c.createStatement()) {
             for (int run = 0; run < runs; run++) {
                 statement.execute("DROP TABLE IF EXISTS " + table(run));
             }

@@ -11,7 +11,11 @@ import dev.idem.testkit.TestPluginConfig;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -39,7 +43,7 @@ public final class KafkaTransactionalBenchmark {
     private static final int PARTITIONS = 4;
     private static final int DUPLICATE_PERCENT = 10;
     /** The group sizes to run, {@code -Didem.bench.groups=1,10,100} by default; the first is the reference. */
-    private static final int[] GROUPS = java.util.Arrays.stream(System.getProperty("idem.bench.groups", "1,10,100")
+    private static final int[] GROUPS = Arrays.stream(System.getProperty("idem.bench.groups", "1,10,100")
             .split(",")).mapToInt(Integer::parseInt).toArray();
     /** The {@code transactional.savepoints} values each group above 1 runs with. */
     private static final List<String> SAVEPOINTS = List.of(System.getProperty("idem.bench.savepoints", "per-message")
@@ -68,7 +72,7 @@ public final class KafkaTransactionalBenchmark {
             Map<String, Side> sides = new LinkedHashMap<>();
             sides.put("raw", run -> EndToEnd.rate(messages,
                     KafkaEndToEndBenchmark.raw(kafka, topic, messages, distinct, run)));
-            List<String> variants = new java.util.ArrayList<>();
+            List<String> variants = new ArrayList<>();
             for (int group : GROUPS) {
                 for (String savepoints : group == 1 ? List.of("per-message") : SAVEPOINTS) {
                     String variant = variant(group, savepoints);
@@ -130,17 +134,17 @@ public final class KafkaTransactionalBenchmark {
                 .with("url", POSTGRES_URL).with("username", "postgres").with("table", table), StoreContext.system());
     }
 
-    private static void execute(String sql) throws java.sql.SQLException {
+    private static void execute(String sql) throws SQLException {
         try (Connection c = DriverManager.getConnection(POSTGRES_URL, "postgres", "");
                 Statement statement = c.createStatement()) {
             statement.execute(sql);
         }
     }
 
-    private static long count(String table) throws java.sql.SQLException {
+    private static long count(String table) throws SQLException {
         try (Connection c = DriverManager.getConnection(POSTGRES_URL, "postgres", "");
                 Statement statement = c.createStatement();
-                java.sql.ResultSet rs = statement.executeQuery("SELECT COUNT(*) FROM " + table)) {
+                ResultSet rs = statement.executeQuery("SELECT COUNT(*) FROM " + table)) {
             rs.next();
             return rs.getLong(1);
         }

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -57,7 +58,7 @@ class SafeLoggingTest {
         assertThat(SafeLogText.of("two\r\nlines")).isEqualTo("two\n  lines");
     }
 
-    private List<String> logThrough(String name, java.util.function.Consumer<Logger> logging) throws Exception {
+    private List<String> logThrough(String name, Consumer<Logger> logging) throws Exception {
         LoggerContext context = new LoggerContext();
         context.setMDCAdapter(new LogbackMDCAdapter());
         context.putProperty("IDEM_HOME", home.toString());

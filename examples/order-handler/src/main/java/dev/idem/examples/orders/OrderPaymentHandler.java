@@ -40,7 +40,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code \t}, {@code \n}, {@code \r}, {@code \\}).
  *
  * <p><b>Why the guard.</b> In plain mode a consumer that dies after writing the line and before the
- * runtime completes the key runs the message again once the lease ends (DESIGN.md's honest window).
+ * runtime completes the key runs the message again once the lease ends (docs/design.md, "The honest window").
  * The paid orders are rebuilt from the ledger when it is opened, so that second run finds
  * the order paid and changes nothing: the ledger then shows two runs for the message, one payment.
  * The rule is the same {@link dev.idem.api.guard.StateMachine} the transactional handler applies to its
