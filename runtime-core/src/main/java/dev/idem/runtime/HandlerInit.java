@@ -77,7 +77,7 @@ final class HandlerInit {
             log.debug("{} initialised with {} in {} ms", what, settings,
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
         } catch (TimeoutException e) {
-            String stuckAt = IdemRuntime.stuckAt(thread);
+            String stuckAt = HandlerFactory.stuckAt(thread);
             call.cancel(true);
             stuck.add((MessageHandler) handler);
             failures.add(what + " did not finish init within " + ConfigKey.formatDuration(timeout) + " (runtime."

@@ -5,6 +5,7 @@ import dev.idem.runtime.config.IdemConfig;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DedupStore;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.opentelemetry.api.OpenTelemetry;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -53,7 +54,7 @@ public final class Idem {
         List<ClassLoader> handlerLoaders = List.of(Thread.currentThread().getContextClassLoader() != null
                 ? Thread.currentThread().getContextClassLoader() : Idem.class.getClassLoader());
         MeterRegistry meterRegistry;
-        io.opentelemetry.api.OpenTelemetry openTelemetry;
+        OpenTelemetry openTelemetry;
         LongSupplier storeTicker = System::nanoTime;
         LongSupplier ticker = System::nanoTime;
         OutcomeListener outcomeListener;
@@ -102,7 +103,7 @@ public final class Idem {
 
         /**
          * Where plugins are discovered; the runtime's own class loader by default. The adapter and store the
-         * runtime creates run every call in their plugin's loader (see {@link dev.idem.runtime.plugin.PluginContext}).
+         * runtime creates run every call in their plugin's loader (see {@link dev.idem.runtime.internal.plugin.PluginContext}).
          * Keep a loader open for as long as code from it may run: after the runtime stopped, a client library's
          * threads may still be ending, and a plugin's exception may build its message when it is printed.
          */
@@ -130,7 +131,7 @@ public final class Idem {
          * Traces every message a pipeline takes in on {@code openTelemetry}: one span per delivery, a child of the
          * W3C {@code traceparent} it carries. Without this call tracing is off and costs nothing.
          */
-        public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+        public Builder openTelemetry(OpenTelemetry openTelemetry) {
             this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
             return this;
         }
@@ -183,7 +184,7 @@ public final class Idem {
          */
         public IdemRuntime start() {
             requireConfig();
-            return IdemRuntime.start(this);
+            return Startup.start(this);
         }
 
         /**
@@ -195,7 +196,7 @@ public final class Idem {
          */
         public Validated validate() {
             requireConfig();
-            return IdemRuntime.prepare(this).validated();
+            return Startup.prepare(this).validated();
         }
 
         private void requireConfig() {
@@ -212,7 +213,7 @@ public final class Idem {
      * @param handlers each pipeline's handler class
      * @param plugins every plugin discovered
      */
-    public record Validated(dev.idem.runtime.config.IdemConfig config, Map<String, Class<?>> handlers,
+    public record Validated(IdemConfig config, Map<String, Class<?>> handlers,
             List<dev.idem.runtime.plugin.PluginDescriptor> plugins) {
     }
 }

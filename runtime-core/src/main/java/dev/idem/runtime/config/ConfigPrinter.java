@@ -9,6 +9,7 @@ import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.PluginConfig;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -128,7 +129,7 @@ public final class ConfigPrinter {
                 Object existing = section.get(parts[i]);
                 if (existing != null && !(existing instanceof Map)) {
                     // A key beside a scalar of the same name (transactional.group next to transactional) stays flat.
-                    leaf = String.join(".", java.util.Arrays.copyOfRange(parts, i, parts.length));
+                    leaf = String.join(".", Arrays.copyOfRange(parts, i, parts.length));
                     break;
                 }
                 section = (Map<String, Object>) section.computeIfAbsent(parts[i], k -> new LinkedHashMap<String, Object>());

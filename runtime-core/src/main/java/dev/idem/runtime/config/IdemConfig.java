@@ -1,5 +1,7 @@
 package dev.idem.runtime.config;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -17,7 +19,7 @@ public record IdemConfig(PluginSection broker, PluginSection store, Map<String, 
     public IdemConfig {
         Objects.requireNonNull(broker, "broker");
         Objects.requireNonNull(store, "store");
-        pipelines = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(pipelines));
+        pipelines = Collections.unmodifiableMap(new LinkedHashMap<>(pipelines));
         Objects.requireNonNull(runtime, "runtime");
     }
 }

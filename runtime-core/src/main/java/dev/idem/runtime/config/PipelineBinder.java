@@ -204,87 +204,30 @@ final class PipelineBinder {
 
     static PipelineConfig toPipeline(String name, SectionConfig c, List<PluginSection> extractors,
             List<PluginSection> orderingKey, SequencePolicy sequence) {
-        return new PipelineConfig(
-                name,
-                c.get(SOURCE),
-                c.get(HANDLER),
-                HandlerSettings.of(name, c.get(RuntimeConfigSpecs.HANDLER_SETTINGS)),
-                c.get(RuntimeConfigSpecs.NAMESPACE),
-                extractors,
-                orderingKey,
-                RuntimeConfigSpecs.enumValue(MissingIdPolicy.class, c.get(MISSING_ID)),
-                RuntimeConfigSpecs.enumValue(FingerprintMode.class, c.get(FINGERPRINT)),
-                RuntimeConfigSpecs.enumValue(MismatchPolicy.class, c.get(FINGERPRINT_MISMATCH)),
-                RuntimeConfigSpecs.enumValue(Ordering.class, c.get(ORDERING)),
-                c.get(CONCURRENCY),
-                c.get(MAX_IN_FLIGHT),
-                c.get(LEASE),
-                c.get(RETENTION),
-                c.get(HANDLER_TIMEOUT),
-                new RetryPolicy(c.get(RETRY_MAX_ATTEMPTS), c.get(RETRY_INITIAL_BACKOFF), c.get(RETRY_MAX_BACKOFF),
-                        c.get(RETRY_MULTIPLIER), c.get(RuntimeConfigSpecs.RETRY_CONFLICT_ATTEMPTS)),
-                new CommitPolicy(c.get(RuntimeConfigSpecs.COMMIT_LINGER), c.get(RuntimeConfigSpecs.COMMIT_BATCH_SIZE),
-                        c.get(RuntimeConfigSpecs.COMMIT_WRITERS)),
-                c.get(MAX_DELIVERIES),
-                c.get(DEAD_LETTER),
-                c.get(TRANSACTIONAL),
-                sequence,
-                c.get(RuntimeConfigSpecs.EMIT_ID_HEADER),
-                c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP),
-                RuntimeConfigSpecs.enumValue(TransactionalDedupStore.Savepoints.class,
-                        c.get(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS)));
+        return new PipelineConfig(name, c, extractors, orderingKey, sequence);
     }
 
     /**
      * A pipeline's values by key name, typed as {@link RuntimeConfigSpecs#PIPELINE} declares them
-     * (enums as their YAML strings); the inverse of {@link #toPipeline}, without {@code id} and {@code ordering-key}.
+     * (enums as their YAML strings), for printing; without {@code id} and {@code ordering-key}.
      */
     static Map<String, Object> values(PipelineConfig p) {
         Map<String, Object> v = new LinkedHashMap<>();
-        v.put(SOURCE.name(), p.source());
-        v.put(HANDLER.name(), p.handler());
+        for (ConfigKey<?> key : RuntimeConfigSpecs.PIPELINE.keys()) {
+            v.put(key.name(), p.section().value(key.name()));
+        }
         // Left out when empty, as in the file: printing "handler-settings: {}" under every pipeline says nothing.
-        v.put(RuntimeConfigSpecs.HANDLER_SETTINGS.name(),
-                p.handlerSettings().asMap().isEmpty() ? null : p.handlerSettings().asMap());
-        if (!p.namespace().equals(p.name())) {
-            v.put(RuntimeConfigSpecs.NAMESPACE.name(), p.namespace());
+        if (p.handlerSettings().asMap().isEmpty()) {
+            v.put(RuntimeConfigSpecs.HANDLER_SETTINGS.name(), null);
         }
-        v.put(MISSING_ID.name(), yaml(p.missingId()));
-        v.put(FINGERPRINT.name(), yaml(p.fingerprint()));
-        v.put(FINGERPRINT_MISMATCH.name(), yaml(p.fingerprintMismatch()));
-        v.put(ORDERING.name(), yaml(p.ordering()));
-        v.put(CONCURRENCY.name(), p.concurrency());
-        v.put(MAX_IN_FLIGHT.name(), p.maxInFlight());
-        v.put(LEASE.name(), p.lease());
-        v.put(RETENTION.name(), p.retention());
-        v.put(HANDLER_TIMEOUT.name(), p.handlerTimeout());
-        if (p.retry() != null) {
-            v.put(RETRY_MAX_ATTEMPTS.name(), p.retry().maxAttempts());
-            v.put(RETRY_INITIAL_BACKOFF.name(), p.retry().initialBackoff());
-            v.put(RETRY_MAX_BACKOFF.name(), p.retry().maxBackoff());
-            v.put(RETRY_MULTIPLIER.name(), p.retry().multiplier());
-            v.put(RuntimeConfigSpecs.RETRY_CONFLICT_ATTEMPTS.name(), p.retry().conflictAttempts());
+        if (p.namespace().equals(p.name())) {
+            v.remove(RuntimeConfigSpecs.NAMESPACE.name());
         }
-        if (p.commit() != null) {
-            v.put(RuntimeConfigSpecs.COMMIT_LINGER.name(), p.commit().linger());
-            v.put(RuntimeConfigSpecs.COMMIT_BATCH_SIZE.name(), p.commit().batchSize());
-            v.put(RuntimeConfigSpecs.COMMIT_WRITERS.name(), p.commit().writers());
+        if (p.sequence() == null) {
+            v.remove(RuntimeConfigSpecs.SEQUENCE_GAPS.name());
+            v.remove(RuntimeConfigSpecs.SEQUENCE_GAP_TIMEOUT.name());
+            v.remove(RuntimeConfigSpecs.SEQUENCE_RETENTION.name());
         }
-        v.put(MAX_DELIVERIES.name(), p.maxDeliveries());
-        v.put(DEAD_LETTER.name(), p.deadLetter());
-        v.put(TRANSACTIONAL.name(), p.transactional());
-        v.put(RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name(), p.transactionGroup());
-        v.put(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name(), yaml(p.groupSavepoints()));
-        if (p.sequence() != null) {
-            v.put(RuntimeConfigSpecs.SEQUENCE_GAPS.name(), yaml(p.sequence().gaps()));
-            v.put(RuntimeConfigSpecs.SEQUENCE_GAP_TIMEOUT.name(), p.sequence().gapTimeout());
-            v.put(RuntimeConfigSpecs.SEQUENCE_RETENTION.name(), p.sequence().retention());
-        }
-        v.put(RuntimeConfigSpecs.EMIT_ID_HEADER.name(), p.emitIdHeader());
         return v;
-    }
-
-    private static String yaml(Enum<?> constant) {
-        return constant == null ? null : RuntimeConfigSpecs.configValue(constant);
     }
 }

@@ -1,5 +1,6 @@
 package dev.idem.runtime.config;
 
+import dev.idem.runtime.internal.Suggestions;
 import dev.idem.spi.ConfigException;
 import java.util.ArrayList;
 import java.util.Collection;

@@ -6,6 +6,7 @@ import dev.idem.runtime.config.PipelineConfig.MissingIdPolicy;
 import dev.idem.runtime.config.PipelineConfig.Ordering;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.TransactionalDedupStore;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
@@ -188,7 +189,7 @@ public final class RuntimeConfigSpecs {
                     + " (`transactional.group: 10`).");
 
     public static final ConfigKey<String> TRANSACTIONAL_SAVEPOINTS = enumKey("transactional.savepoints",
-            dev.idem.spi.TransactionalDedupStore.Savepoints.PER_MESSAGE)
+            TransactionalDedupStore.Savepoints.PER_MESSAGE)
             .doc("Transactional mode with `transactional.group` above 1: `per-message` sets a savepoint before each"
                     + " message of a group, so every handler runs once. `on-failure` sets none, which spares a"
                     + " database round trip per message; when a handler fails, the whole transaction is rolled back"

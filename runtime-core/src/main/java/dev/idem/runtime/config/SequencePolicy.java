@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * The sequence guard of one pipeline ({@code pipelines.<name>.sequence}): events of one aggregate run in
- * the order of their numbers, once each; see DESIGN.md, "Business-level guards".
+ * the order of their numbers, once each; see {@code docs/design.md}, "The sequence guard".
  *
  * @param aggregate the extractor chain of the aggregate's ID (the ordering key of the pipeline)
  * @param number the extractor chain of the event's sequence number, an unsigned decimal long

@@ -1,5 +1,7 @@
 package dev.idem.runtime.plugin;
 
+import dev.idem.runtime.internal.Suggestions;
+import dev.idem.runtime.internal.plugin.PluginContext;
 import dev.idem.runtime.config.PluginSpecs;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerAdapterProvider;
@@ -14,7 +16,6 @@ import dev.idem.spi.PluginException;
 import dev.idem.spi.StoreContext;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -251,7 +252,7 @@ public final class PluginRegistry implements PluginSpecs {
     static String unknownId(Kind kind, String id, SortedSet<String> available) {
         StringBuilder s = new StringBuilder("No ").append(kind.label()).append(" with id '").append(id)
                 .append("'. Available: ").append(available).append('.');
-        String close = closest(id, available);
+        String close = Suggestions.closest(id, available).orElse(null);
         if (close != null) {
             s.append(" Did you mean '").append(close).append("'?");
         }
@@ -289,33 +290,6 @@ public final class PluginRegistry implements PluginSpecs {
         problems.stream().map(Discovery.Problem::cause).filter(c -> c != null && c != first)
                 .forEach(exception::addSuppressed);
         return exception;
-    }
-
-    /** The available id within two edits of {@code id} (a typo), or {@code null}. */
-    private static String closest(String id, SortedSet<String> available) {
-        return available.stream()
-                .filter(candidate -> editDistance(id, candidate) <= 2)
-                .min(Comparator.comparingInt((String candidate) -> editDistance(id, candidate)))
-                .orElse(null);
-    }
-
-    private static int editDistance(String a, String b) {
-        int[] previous = new int[b.length() + 1];
-        int[] current = new int[b.length() + 1];
-        for (int j = 0; j <= b.length(); j++) {
-            previous[j] = j;
-        }
-        for (int i = 1; i <= a.length(); i++) {
-            current[0] = i;
-            for (int j = 1; j <= b.length(); j++) {
-                int substitution = previous[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
-                current[j] = Math.min(substitution, Math.min(previous[j], current[j - 1]) + 1);
-            }
-            int[] swap = previous;
-            previous = current;
-            current = swap;
-        }
-        return previous[b.length()];
     }
 
     @Override

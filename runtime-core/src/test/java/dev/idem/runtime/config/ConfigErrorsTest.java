@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.runtime.config.PluginSpecs.Kind;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.TransactionalDedupStore;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -247,7 +248,7 @@ class ConfigErrorsTest {
         assertThat(Configs.load(withPipelineKeys(
                 "transactional: true\ntransactional.group: 10\ntransactional.savepoints: on-failure"))
                 .pipelines().get("orders").groupSavepoints())
-                .isEqualTo(dev.idem.spi.TransactionalDedupStore.Savepoints.ON_FAILURE);
+                .isEqualTo(TransactionalDedupStore.Savepoints.ON_FAILURE);
     }
 
     @Test

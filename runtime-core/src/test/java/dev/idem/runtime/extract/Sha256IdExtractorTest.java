@@ -6,7 +6,9 @@ import static dev.idem.runtime.extract.Messages.payload;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.spi.IdExtractor;
+import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
@@ -40,8 +42,8 @@ class Sha256IdExtractorTest {
                 tasks.add(() -> {
                     for (int i = 0; i < 2_000; i++) {
                         byte[] payload = ("payload-" + seed + "-" + i).getBytes();
-                        String expected = java.util.HexFormat.of()
-                                .formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(payload));
+                        String expected = HexFormat.of()
+                                .formatHex(MessageDigest.getInstance("SHA-256").digest(payload));
                         if (!expected.equals(extractor.extract(payload(payload)))) {
                             return false;
                         }

@@ -1,5 +1,6 @@
 package dev.idem.runtime.plugin;
 
+import dev.idem.runtime.internal.plugin.PluginContext;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

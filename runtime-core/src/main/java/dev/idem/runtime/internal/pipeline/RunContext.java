@@ -1,0 +1,75 @@
+package dev.idem.runtime.internal.pipeline;
+
+import dev.idem.api.HandlerContext;
+import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.LongSupplier;
+
+/**
+ * The context of one handler run. The wall-clock deadline is derived only when asked for; the
+ * transaction is the store's, in transactional mode, else absent; what the run emits is collected for the
+ * pipeline to publish (plain mode) or write to the outbox (transactional mode) once the handler returned.
+ */
+final class RunContext implements HandlerContext {
+
+    private final String pipeline;
+    private final System.Logger logger;
+    private final long deadlineNanos;
+    private final LongSupplier ticker;
+    private final StoreTransaction transaction;
+    /** Collects what the run emits; {@code null} when it cannot emit, for {@link #cannotEmit}. */
+    private final Emissions emissions;
+    private final String cannotEmit;
+
+    RunContext(String pipeline, System.Logger logger, long deadlineNanos, LongSupplier ticker,
+            StoreTransaction transaction) {
+        this(pipeline, logger, deadlineNanos, ticker, transaction, null, "this run cannot emit messages");
+    }
+
+    RunContext(String pipeline, System.Logger logger, long deadlineNanos, LongSupplier ticker,
+            StoreTransaction transaction, Emissions emissions, String cannotEmit) {
+        this.pipeline = pipeline;
+        this.logger = logger;
+        this.deadlineNanos = deadlineNanos;
+        this.ticker = ticker;
+        this.transaction = transaction;
+        this.emissions = emissions;
+        this.cannotEmit = cannotEmit;
+    }
+
+    @Override
+    public String pipeline() {
+        return pipeline;
+    }
+
+    @Override
+    public System.Logger logger() {
+        return logger;
+    }
+
+    @Override
+    public Instant deadline() {
+        return Instant.now().plus(remaining());
+    }
+
+    @Override
+    public Duration remaining() {
+        return Duration.ofNanos(deadlineNanos - ticker.getAsLong());
+    }
+
+    @Override
+    public String send(String destination, String key, byte[] payload, Map<String, String> headers) {
+        if (emissions == null) {
+            throw new UnsupportedOperationException(cannotEmit);
+        }
+        return emissions.send(destination, key, payload, headers);
+    }
+
+    @Override
+    public <T> Optional<T> transaction(Class<T> type) {
+        return transaction == null ? Optional.empty() : Optional.ofNullable(transaction.unwrap(type));
+    }
+}
