@@ -17,10 +17,12 @@ import org.awaitility.core.ConditionTimeoutException;
 import org.awaitility.core.TerminalFailureException;
 
 /**
- * A {@code redis-server} of the test's own, on a free port of 127.0.0.1 with its data in a directory of the test:
- * {@code --save '' --appendonly no}, so it writes nothing by itself, stopped with {@code SHUTDOWN SAVE} so that it
- * writes its data once and a restart on the same directory has the keys back, as a maintained Redis would after a
- * planned restart. Not thread-safe.
+ * A {@code redis-server} of the test's own, on a free port of 127.0.0.1 with its data in a directory of the test.
+ * By default {@code --save '' --appendonly no}, so it writes nothing by itself, stopped with {@code SHUTDOWN SAVE} so
+ * that it writes its data once and a restart on the same directory has the keys back, as a maintained Redis would
+ * after a planned restart. {@link #startDurable} runs it as a durable production Redis does
+ * ({@code --appendonly yes --appendfsync always}), so that {@link #kill} ({@code kill -9}) loses no acknowledged
+ * write. Not thread-safe.
  */
 final class RedisServerProcess implements AutoCloseable {
 
@@ -28,17 +30,28 @@ final class RedisServerProcess implements AutoCloseable {
 
     private final LocalTool server;
     private final Path dir;
+    private final boolean durable;
     final int port = Installation.freePort();
     private Process process;
     private int starts;
 
-    private RedisServerProcess(LocalTool server, Path dir) {
+    private RedisServerProcess(LocalTool server, Path dir, boolean durable) {
         this.server = server;
         this.dir = dir;
+        this.durable = durable;
     }
 
     /** Starts a server; the test is skipped (fails with {@code CI=true}) when {@code redis-server} is missing. */
     static RedisServerProcess start(Path dir) {
+        return start(dir, false);
+    }
+
+    /** Starts a server that writes every change to its append-only file before it answers. */
+    static RedisServerProcess startDurable(Path dir) {
+        return start(dir, true);
+    }
+
+    private static RedisServerProcess start(Path dir, boolean durable) {
         LocalTool server = LocalTool.locate("redis-server", "IDEM_TEST_REDIS_SERVER",
                 "Install it with: apt-get install redis-server");
         try {
@@ -46,7 +59,7 @@ final class RedisServerProcess implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        RedisServerProcess redis = new RedisServerProcess(server, dir);
+        RedisServerProcess redis = new RedisServerProcess(server, dir, durable);
         redis.start();
         return redis;
     }
@@ -58,7 +71,8 @@ final class RedisServerProcess implements AutoCloseable {
     /** Starts the server on its port and directory, and waits until it answers {@code PING}. */
     void start() {
         process = server.start(dir.resolve("redis-" + ++starts + ".log"), "--port", Integer.toString(port), "--bind",
-                "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--protected-mode", "no");
+                "127.0.0.1", "--save", "", "--appendonly", durable ? "yes" : "no", "--appendfsync",
+                durable ? "always" : "everysec", "--dir", dir.toString(), "--protected-mode", "no");
         try {
             await().atMost(START_TIMEOUT).pollInterval(Duration.ofMillis(50))
                     .failFast("redis-server exited", () -> !process.isAlive()).until(this::answers);
@@ -82,6 +96,15 @@ final class RedisServerProcess implements AutoCloseable {
         if (answers()) {
             throw new AssertionError("redis-server on port " + port + " still answers after its process ended");
         }
+    }
+
+    /** {@code kill -9}: the process ends at once, writing nothing more; waits until the port is closed. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(START_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("redis-server on port " + port + " did not die within " + START_TIMEOUT);
+        }
+        await().atMost(START_TIMEOUT).pollInterval(Duration.ofMillis(20)).until(() -> !answers());
     }
 
     /** The number of keys ({@code DBSIZE}). */

@@ -40,7 +40,7 @@ final class StoreCalls {
     static final Duration BACKOFF_MIN = Duration.ofMillis(BACKOFF_MIN_MILLIS);
     /** The longest back-off, and how long a message handed back for a store outage waits before it comes again. */
     static final Duration BACKOFF_MAX = Duration.ofMillis(BACKOFF_MAX_MILLIS);
-    /** How often a completion is tried before the message goes back unacked. */
+    /** How often a completion that fails for another reason than an unreachable store is tried. */
     static final int COMPLETE_TRIES = 8;
 
     /** What became of a completion. */
@@ -61,15 +61,25 @@ final class StoreCalls {
     private final DedupStore store;
     private final PipelineConfig config;
     private final PipelineMetrics metrics;
+    private final Duration backoffMin;
+    private final Duration backoffMax;
     private volatile boolean down;
 
     /** @param state the pipeline's phase: a claim gives up once the pipeline stops running, every call once it aborts */
     StoreCalls(PipelineState state, DedupStore store, PipelineMetrics metrics) {
+        this(state, store, metrics, BACKOFF_MIN, BACKOFF_MAX);
+    }
+
+    /** With other back-off bounds: tests that go through many tries. */
+    StoreCalls(PipelineState state, DedupStore store, PipelineMetrics metrics, Duration backoffMin,
+            Duration backoffMax) {
         this.s = state;
         this.pipeline = state.name;
         this.config = state.config;
         this.store = store;
         this.metrics = metrics;
+        this.backoffMin = backoffMin;
+        this.backoffMax = backoffMax;
     }
 
     DedupStore store() {
@@ -100,7 +110,7 @@ final class StoreCalls {
      */
     List<ClaimResult> claim(List<ClaimRequest> requests) {
         long giveUpAt = System.nanoTime() + Math.min(config.lease().toNanos(), TimeUnit.SECONDS.toNanos(30));
-        Duration backoff = BACKOFF_MIN;
+        Duration backoff = backoffMin;
         while (true) {
             long start = System.nanoTime();
             try {
@@ -130,9 +140,16 @@ final class StoreCalls {
         }
     }
 
-    /** Completes {@code w}'s key on its own (raising its sequence watermark), trying again while the store fails. */
+    /**
+     * Completes {@code w}'s key on its own (raising its sequence watermark). A completion the store could not take
+     * is tried again with the same fencing token, with back-off: while the store is unreachable (a retriable
+     * failure) for as long as it takes, since nobody can take the key over meanwhile and a completion that gives up
+     * makes the handler run again; after {@value #COMPLETE_TRIES} tries for any other failure. It gives up when the
+     * pipeline aborts (a stop past its deadline): the message then goes back unacked.
+     */
     Completion complete(Work w, SequenceAdvance advance) {
-        Duration backoff = BACKOFF_MIN;
+        Duration backoff = backoffMin;
+        StoreException firstFailure = null;
         for (int attempt = 1; ; attempt++) {
             long start = System.nanoTime();
             try {
@@ -142,32 +159,42 @@ final class StoreCalls {
                                 config.retention(), advance);
                 metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
                 answered();
+                if (firstFailure != null) {
+                    log.info("Pipeline '{}': the completion of {} was stored after {} tries", pipeline, w.describe(),
+                            attempt);
+                }
                 return completed ? Completion.COMPLETED : Completion.NOT_OWNER;
             } catch (StoreException e) {
                 metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
                 failed(e);
-                if (attempt >= COMPLETE_TRIES || !pause(backoff)) {
+                if (firstFailure == null) {
+                    firstFailure = e;
+                    logWaiting("the completion of " + w.describe(), e);
+                }
+                if (!keepTrying(e, attempt) || !pause(backoff)) {
                     logNotStored(w, e);
                     return Completion.FAILED;
                 }
-                backoff = backoff.multipliedBy(2);
+                backoff = twice(backoff);
             }
         }
     }
 
     /**
      * Completes a batch in {@code completeAll} calls: each work's answer goes to {@code answered} as soon as the
-     * store gave it; the keys whose write failed are asked again with back-off, joined by up to the batch size of
-     * completions {@code joining} hands over meanwhile, until {@value #COMPLETE_TRIES} tries are spent, after which
-     * each is answered {@link Completion#FAILED}.
+     * store gave it; the keys whose write failed are asked again with back-off, as {@link #complete} does (for as
+     * long as the store is unreachable, {@value #COMPLETE_TRIES} tries for another failure, until the pipeline
+     * aborts), joined by up to the batch size of completions {@code joining} hands over meanwhile; a work whose
+     * completion is given up is answered {@link Completion#FAILED}.
      *
      * @param advances each work's sequence watermark to raise with its key, or {@code null}
      */
     void completeAll(List<Work> batch, Function<Work, SequenceAdvance> advances,
             IntFunction<List<Work>> joining, int batchSize, BiConsumer<Work, Completion> answered) {
         List<Work> remaining = batch;
-        Duration backoff = BACKOFF_MIN;
+        Duration backoff = backoffMin;
         StoreException lastFailure = null;
+        boolean waited = false;
         for (int attempt = 1; ; attempt++) {
             List<CompletionRequest> requests = new ArrayList<>(remaining.size());
             for (Work w : remaining) {
@@ -206,21 +233,40 @@ final class StoreCalls {
                 failed = remaining;
             }
             if (failed.isEmpty()) {
+                if (waited) {
+                    log.info("Pipeline '{}': a batch of completions was stored after {} tries", pipeline, attempt);
+                }
                 return;
             }
-            if (attempt >= COMPLETE_TRIES || !pause(backoff)) {
+            if (!waited) {
+                waited = true;
+                logWaiting("a batch of " + failed.size() + " completion(s)", lastFailure);
+            }
+            if (!keepTrying(lastFailure, attempt) || !pause(backoff)) {
                 for (Work w : failed) {
                     logNotStored(w, lastFailure);
                     answered.accept(w, Completion.FAILED);
                 }
                 return;
             }
-            backoff = backoff.multipliedBy(2);
+            backoff = twice(backoff);
             remaining = failed;
             if (remaining.size() < batchSize) {
                 remaining.addAll(joining.apply(batchSize - remaining.size()));
             }
         }
+    }
+
+    /** Whether a completion that failed with {@code failure} on try {@code attempt} is tried again. */
+    private static boolean keepTrying(StoreException failure, int attempt) {
+        return failure.retriable() || attempt < COMPLETE_TRIES;
+    }
+
+    private void logWaiting(String what, StoreException failure) {
+        log.warn("Pipeline '{}': the store could not take {} ({}); trying again with the same token{}; the message"
+                + " stays unacked meanwhile", pipeline, what, failure.getMessage(),
+                failure.retriable() ? " for as long as the store is unreachable"
+                        : ", up to " + COMPLETE_TRIES + " times");
     }
 
     private void logNotStored(Work w, StoreException failure) {
@@ -303,7 +349,7 @@ final class StoreCalls {
         return !s.aborting();
     }
 
-    private static Duration twice(Duration backoff) {
-        return backoff.multipliedBy(2).compareTo(BACKOFF_MAX) > 0 ? BACKOFF_MAX : backoff.multipliedBy(2);
+    private Duration twice(Duration backoff) {
+        return backoff.multipliedBy(2).compareTo(backoffMax) > 0 ? backoffMax : backoff.multipliedBy(2);
     }
 }

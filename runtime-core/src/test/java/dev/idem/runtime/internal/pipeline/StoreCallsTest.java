@@ -12,9 +12,11 @@ import dev.idem.spi.DedupStore;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.StoreKey;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -172,6 +174,56 @@ class StoreCallsTest {
         assertThat(calls.isDown()).isTrue();
         assertThat(f.claimInStore(f.work("k1", "p"))).as("still claimed, not completed")
                 .isInstanceOf(ClaimResult.InProgress.class);
+    }
+
+    /**
+     * Regression (a store outage re-ran handlers): a completion gave up after 8 tries, about 6 s, and the message
+     * went back to run again once its lease ended, although nobody could take the key over while the store was
+     * down. It is tried again, with the same token, for as long as the store is unreachable.
+     */
+    @Test
+    void aCompletionIsTriedAgainForAsLongAsTheStoreIsUnreachableAndLandsWithItsToken() {
+        StoreCalls quick = new StoreCalls(f.state, f.store, f.metrics, Duration.ofMillis(1), Duration.ofMillis(2));
+        Work w = f.work("k1", "p");
+        f.acquire(w);
+        int outage = 3 * StoreCalls.COMPLETE_TRIES;
+        f.store.fail("complete", outage);
+
+        CompletableFuture<Completion> completed = CompletableFuture.supplyAsync(() -> quick.complete(w, null), caller);
+
+        assertThat(completed).succeedsWithin(Duration.ofSeconds(10)).isEqualTo(Completion.COMPLETED);
+        assertThat(f.store.calls("complete")).isEqualTo(outage + 1);
+        assertThat(quick.isDown()).isFalse();
+        assertThat(f.claimInStore(f.work("k1", "p"))).isEqualTo(new ClaimResult.Duplicate(true));
+    }
+
+    @Test
+    void aCompletionThatFailsForAnotherReasonIsTriedItsTriesThenGivenUp() {
+        StoreCalls quick = new StoreCalls(f.state, f.store, f.metrics, Duration.ofMillis(1), Duration.ofMillis(2));
+        Work w = f.work("k1", "p");
+        f.acquire(w);
+        f.store.fail("complete", 100, false);
+
+        assertThat(quick.complete(w, null)).isEqualTo(Completion.FAILED);
+        assertThat(f.store.calls("complete")).isEqualTo(StoreCalls.COMPLETE_TRIES);
+    }
+
+    @Test
+    void aBatchOfCompletionsIsTriedAgainForAsLongAsTheStoreIsUnreachable() {
+        StoreCalls quick = new StoreCalls(f.state, f.store, f.metrics, Duration.ofMillis(1), Duration.ofMillis(2));
+        Work a = f.work("k1", "p");
+        Work b = f.work("k2", "p");
+        f.acquire(a);
+        f.acquire(b);
+        int outage = 3 * StoreCalls.COMPLETE_TRIES;
+        f.store.fail("completeAll", outage);
+        List<String> answers = new CopyOnWriteArrayList<>();
+
+        quick.completeAll(new ArrayList<>(List.of(a, b)), w -> null, room -> List.of(), 10,
+                (w, completion) -> answers.add(w.key + " " + completion));
+
+        assertThat(answers).containsExactlyInAnyOrder("k1 COMPLETED", "k2 COMPLETED");
+        assertThat(f.store.calls("completeAll")).isEqualTo(outage + 1);
     }
 
     @Test
