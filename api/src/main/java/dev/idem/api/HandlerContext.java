@@ -64,4 +64,23 @@ public interface HandlerContext {
     default String send(String destination, byte[] payload, Map<String, String> headers) {
         return send(destination, null, payload, headers);
     }
+
+    /**
+     * A key for a call this run makes to another service that deduplicates by key, such as the
+     * {@code Idempotency-Key} header of a payment API (the convention of Stripe, Adyen and the IETF draft): the same
+     * for every run of this message, on any process, so the other service applies a re-run's call once. It is a
+     * name-based UUID of the pipeline's namespace, this message's idempotency key and {@code scope}; each scope
+     * (one per kind of call, such as {@code "charge"} or {@code "refund"}) gives another key. It is the window
+     * plain mode leaves open (a crash after the call and before the key completes re-runs the handler) that such a
+     * key closes, as far as the other service honours it.
+     *
+     * @param scope what the key is for, told apart from this run's other calls; not blank
+     * @return a UUID in its canonical text form
+     * @throws IllegalArgumentException if {@code scope} is {@code null} or blank
+     * @throws UnsupportedOperationException if the message runs without an idempotency key, whose re-runs could
+     *         not repeat the key, or if this context cannot derive one (a test double)
+     */
+    default String idempotencyKey(String scope) {
+        throw new UnsupportedOperationException("this handler context cannot derive idempotency keys");
+    }
 }

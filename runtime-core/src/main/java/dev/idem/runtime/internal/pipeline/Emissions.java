@@ -38,6 +38,17 @@ final class Emissions {
         return UUID.nameUUIDFromBytes(name).toString();
     }
 
+    /**
+     * The key of an outgoing call in {@code scope} ({@code HandlerContext.idempotencyKey}): a name-based UUID that
+     * no emitted message's ID can equal, since its name starts with a line of its own and emitted IDs' names start
+     * with the namespace, which holds no line break. Fixed forever: a change would make every re-run after an
+     * upgrade call the other service under a new key.
+     */
+    static String callKeyOf(String namespace, String key, String scope) {
+        byte[] name = ("idempotency-key\n" + namespace + "\n" + key + "\n" + scope).getBytes(StandardCharsets.UTF_8);
+        return UUID.nameUUIDFromBytes(name).toString();
+    }
+
     String send(String destination, String messageKey, byte[] payload, Map<String, String> headers) {
         Objects.requireNonNull(payload, "payload");
         if (destination == null || destination.isBlank()) {

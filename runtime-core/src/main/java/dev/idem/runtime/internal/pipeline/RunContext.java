@@ -23,14 +23,12 @@ final class RunContext implements HandlerContext {
     /** Collects what the run emits; {@code null} when it cannot emit, for {@link #cannotEmit}. */
     private final Emissions emissions;
     private final String cannotEmit;
+    /** The pipeline's key namespace and the message's idempotency key ({@code null} when it runs without one). */
+    private final String namespace;
+    private final String key;
 
     RunContext(String pipeline, System.Logger logger, long deadlineNanos, LongSupplier ticker,
-            StoreTransaction transaction) {
-        this(pipeline, logger, deadlineNanos, ticker, transaction, null, "this run cannot emit messages");
-    }
-
-    RunContext(String pipeline, System.Logger logger, long deadlineNanos, LongSupplier ticker,
-            StoreTransaction transaction, Emissions emissions, String cannotEmit) {
+            StoreTransaction transaction, Emissions emissions, String cannotEmit, String namespace, String key) {
         this.pipeline = pipeline;
         this.logger = logger;
         this.deadlineNanos = deadlineNanos;
@@ -38,6 +36,8 @@ final class RunContext implements HandlerContext {
         this.transaction = transaction;
         this.emissions = emissions;
         this.cannotEmit = cannotEmit;
+        this.namespace = namespace;
+        this.key = key;
     }
 
     @Override
@@ -66,6 +66,20 @@ final class RunContext implements HandlerContext {
             throw new UnsupportedOperationException(cannotEmit);
         }
         return emissions.send(destination, key, payload, headers);
+    }
+
+    @Override
+    public String idempotencyKey(String scope) {
+        if (scope == null || scope.isBlank()) {
+            throw new IllegalArgumentException("idempotencyKey needs a scope naming the call, such as \"charge\"; got "
+                    + (scope == null ? "null" : "'" + scope + "'"));
+        }
+        if (key == null) {
+            throw new UnsupportedOperationException("pipeline '" + pipeline + "' runs this message without an"
+                    + " idempotency key, so its re-runs could not repeat a derived key; give it a key (pipelines."
+                    + pipeline + ".id)");
+        }
+        return Emissions.callKeyOf(namespace, key, scope);
     }
 
     @Override

@@ -63,7 +63,8 @@ abstract class RunStrategy {
         MDC.put(Pipeline.MDC_KEY, w.key);
         try {
             s.handler.handle(new DeliveredMessage(w.message, w.key, w.attempt()),
-                    new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction, emissions, cannotEmit));
+                    new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction, emissions, cannotEmit,
+                            s.namespace, w.key));
             if (emissions != null) {
                 w.run.emitted = emissions.emitted();
             }
