@@ -32,6 +32,8 @@ final class CheckCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
+        // A handler that ends the process while it is created is a handler problem, as one that throws.
+        ExitGuard.unexpectedExitStatus(Main.INVALID);
         Setup setup = common.open();
         Idem.Validated validated = setup.builder().validate();
         out.println("Configuration " + setup.home.show(setup.configFile) + " is valid.");

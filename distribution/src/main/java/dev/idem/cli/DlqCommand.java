@@ -43,6 +43,8 @@ final class DlqCommand implements Callable<Integer> {
                             + " held at the start, after --limit moves, or when none came for --idle. On Kafka the"
                             + " dead letters stay in the topic: the reader group idem-dlq-replay-<pipeline> moves"
                             + " past them.",
+                    "Prints a line per dead letter; control characters and backslashes in IDs and reasons are printed"
+                            + " as backslash escapes (\\n, \\u001b, \\\\), as 'idem store list' prints IDs.",
                     "Exit 0, or 1 when a dead letter could not be moved (it stays)."})
     static final class Replay implements Callable<Integer> {
         @Mixin

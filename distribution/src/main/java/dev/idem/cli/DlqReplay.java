@@ -440,8 +440,12 @@ final class DlqReplay {
         sha.update(bytes);
     }
 
+    /**
+     * One dead letter's line. Its ID and the reason come from the message, so they are escaped as {@code store list}
+     * escapes IDs: a control character cannot repaint the terminal, nor a line break forge another line.
+     */
     private void line(String what, String label, String detail) {
-        out.printf("  %-10s %s  (%s)%n", what, label, detail);
+        out.printf("  %-10s %s  (%s)%n", what, StoreCommand.escape(label), StoreCommand.escape(detail));
         out.flush();
     }
 

@@ -12,7 +12,8 @@ import picocli.CommandLine;
  * {@code bin/idem}'s entry point. Exit codes: {@value #OK} done, {@value #FAILED} a failure at run time
  * (the broker or store unreachable, a command that could not complete), {@value #INVALID} invalid usage,
  * configuration, plugins or handlers (every problem is printed); {@code 128+n} when signal {@code n}
- * stopped {@code idem run}, after its graceful stop.
+ * stopped {@code idem run}, after its graceful stop. A handler or plugin that calls {@code System.exit} does not
+ * choose the status: see {@link ExitGuard}.
  */
 public final class Main {
 
@@ -36,7 +37,10 @@ public final class Main {
         if (System.getProperty(H2_BIND_ADDRESS) == null) {
             System.setProperty(H2_BIND_ADDRESS, "127.0.0.1");
         }
-        System.exit(execute(args));
+        ExitGuard.install();
+        int status = execute(args);
+        ExitGuard.idemExits();
+        System.exit(status);
     }
 
     /**

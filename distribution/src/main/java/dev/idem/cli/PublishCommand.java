@@ -6,8 +6,11 @@ import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.OutboundMessage;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintWriter;
+import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
@@ -37,7 +40,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "publish", mixinStandardHelpOptions = true,
         description = {"Sends messages to the configured broker, each confirmed before it counts.",
-                "Templates (--id, --key, --payload, file lines) may use {n}, the message's number, and {id}."})
+                "Templates (--id, --key, --payload, file lines) may use {n}, the message's number; --key,"
+                        + " --payload and file lines also {id}, the message's ID."})
 final class PublishCommand implements Callable<Integer> {
 
     static final int MAX_THREADS = 256;
@@ -55,7 +59,9 @@ final class PublishCommand implements Callable<Integer> {
     String destination;
 
     @Option(names = "--id", paramLabel = "ID", defaultValue = "msg-",
-            description = "The message ID; with --count, a prefix numbered from 1 (default: ${DEFAULT-VALUE}).")
+            description = "The message ID, a template: {n} in it is the message's number (order-{n}-eu); without {n},"
+                    + " the number is appended, as to a prefix, unless one message is sent under an ID that does not"
+                    + " end with '-' (default: ${DEFAULT-VALUE}).")
     String id;
 
     @Option(names = "--key", paramLabel = "KEY", description = "The message key (Kafka key, AMQP routing key).")
@@ -74,7 +80,9 @@ final class PublishCommand implements Callable<Integer> {
     @Option(names = "--payload", paramLabel = "TEXT", description = "The payload template (default: an order-paid event).")
     String payload;
 
-    @Option(names = "--file", paramLabel = "FILE", description = "Payload templates, one per line, used in turn.")
+    @Option(names = "--file", paramLabel = "FILE",
+            description = "Payload templates, one per line, used in turn: a UTF-8 text file of at most " + MAX_FILE_MIB
+                    + " MiB.")
     Path file;
 
     @Option(names = "--threads", paramLabel = "N", defaultValue = "1",
@@ -130,23 +138,47 @@ final class PublishCommand implements Callable<Integer> {
         return List.of(payload != null ? payload : DEFAULT_PAYLOAD);
     }
 
+    /**
+     * The most bytes {@code --file} may hold. The file is read into memory whole, each line a payload; a larger one
+     * (or a device such as {@code /dev/zero}, which never ends) would exhaust the heap before anything is sent.
+     * 16 MiB holds thousands of payloads, and even one payload of that size is past what Kafka takes in a message by
+     * default (1 MiB).
+     */
+    static final int MAX_FILE_MIB = 16;
+    static final int MAX_FILE_BYTES = MAX_FILE_MIB * 1024 * 1024;
+
     /** The lines of a UTF-8 file; whatever keeps it from being read is a usage error that says what it is. */
     static List<String> readLines(Path file) {
         if (Files.isDirectory(file)) {
             throw new Main.UsageError("--file " + file + " is a folder; name a UTF-8 text file of payload templates,"
                     + " one per line");
         }
-        try {
-            return Files.readAllLines(file, StandardCharsets.UTF_8);
+        if (Files.exists(file) && !Files.isRegularFile(file)) {
+            throw new Main.UsageError("--file " + file + " is not a regular file (a pipe, a socket or a device);"
+                    + " name a UTF-8 text file of payload templates, one per line");
+        }
+        byte[] bytes;
+        try (InputStream in = Files.newInputStream(file)) {
+            // Read no more than the limit: a file that grows, or one that says it is empty (/proc), is bounded too.
+            bytes = in.readNBytes(MAX_FILE_BYTES + 1);
         } catch (NoSuchFileException e) {
             throw new Main.UsageError("--file " + file + " does not exist");
-        } catch (CharacterCodingException e) {
-            throw new Main.UsageError("--file " + file + " is not UTF-8 text; save it as UTF-8 (payload templates,"
-                    + " one per line)");
         } catch (AccessDeniedException e) {
             throw new Main.UsageError("--file " + file + " cannot be read: permission denied");
         } catch (IOException e) {
             throw new Main.UsageError("--file " + file + " cannot be read: " + e.getMessage());
+        }
+        if (bytes.length > MAX_FILE_BYTES) {
+            throw new Main.UsageError("--file " + file + " is larger than " + MAX_FILE_MIB + " MiB, the most publish"
+                    + " reads: the file is held in memory whole, one payload per line. Split it into smaller files");
+        }
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString()
+                    .lines().toList();
+        } catch (CharacterCodingException e) {
+            throw new Main.UsageError("--file " + file + " is not UTF-8 text; save it as UTF-8 (payload templates,"
+                    + " one per line)");
         }
     }
 

@@ -16,7 +16,8 @@ import picocli.CommandLine.Mixin;
 /**
  * {@code idem run}: starts the configured pipelines and runs until SIGTERM or SIGINT, which stop it
  * gracefully: no new messages, in-flight handlers finish until {@code runtime.shutdown-timeout}, what
- * is left is released and handed back unacknowledged, offsets and acks are flushed.
+ * is left is released and handed back unacknowledged, offsets and acks are flushed. A handler or plugin that calls
+ * {@code System.exit} gets the same graceful stop, then exit 1 with a line naming it ({@link ExitGuard}).
  */
 @Command(name = "run", mixinStandardHelpOptions = true,
         description = {"Runs the configured pipelines until stopped.",
@@ -61,7 +62,7 @@ final class RunCommand implements Callable<Integer> {
         RuntimeSettings settings = runtime.config().runtime();
         OpsServer ops = bound.get() == null ? null : bound.get().serve(runtime, registry);
         CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        ExitGuard.whenExiting(() -> {
             log.info("Stopping: finishing in-flight messages (at most {})", settings.shutdownTimeout());
             boolean drained = runtime.stop(settings.shutdownTimeout());
             if (ops != null) {
@@ -73,7 +74,7 @@ final class RunCommand implements Callable<Integer> {
             log.info(drained ? "Stopped; every in-flight message finished"
                     : "Stopped; unfinished messages were released and handed back to the broker");
             stopped.countDown();
-        }, "idem-shutdown"));
+        }, "idem-shutdown");
         log.info("Idem is running (configuration {}); stop it with SIGTERM or Ctrl-C", setup.home.show(setup.configFile));
         stopped.await();
         return Main.OK;

@@ -424,11 +424,15 @@ final class StoreCommand implements Callable<Integer> {
         }
 
         /** {@code --older-than} as a duration. */
-        private static Duration age(String option) {
+        static Duration age(String option) {
             Duration age;
             try {
                 age = ConfigKey.parseDuration(option);
             } catch (IllegalArgumentException e) {
+                if (tooLong(option, e)) {
+                    throw new Main.UsageError("--older-than " + option.strip() + " is too long: the longest accepted"
+                            + " is " + ConfigKey.MAX_DURATION_DAYS + "d (about 292 years)");
+                }
                 age = null;
             }
             if (age == null || age.isNegative() || age.isZero()) {
@@ -436,6 +440,19 @@ final class StoreCommand implements Callable<Integer> {
                         + option);
             }
             return age;
+        }
+
+        /**
+         * Whether {@code option} is a duration refused only for its length: an overflow while parsing, or a whole
+         * number with a unit that does not fit in a long.
+         */
+        private static boolean tooLong(String option, IllegalArgumentException refused) {
+            for (Throwable t = refused; t != null; t = t.getCause()) {
+                if (t instanceof ArithmeticException) {
+                    return true;
+                }
+            }
+            return option.strip().toLowerCase(Locale.ROOT).matches("[0-9]+\\s*(ns|us|ms|s|m|h|d)");
         }
     }
 

@@ -9,6 +9,7 @@ import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.RandomAccessFile;
 import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -117,6 +118,35 @@ class CliUsageErrorsTest {
                 .isOneLineUsageError("--file " + home + " is a folder; name a UTF-8 text file of payload templates");
         idem("publish", "--config", config, "--file", latin1.toString())
                 .isOneLineUsageError("--file " + latin1 + " is not UTF-8 text");
+    }
+
+    /** Issue 24, item 12: {@code --file /dev/zero} died with OutOfMemoryError and a stack trace. */
+    @Test
+    void publishFromADeviceOrAFileLargerThanTheLimitIsAUsageErrorThatStatesTheLimit() throws IOException {
+        String config = config(CONFIG);
+        Path large = home.resolve("large.txt");
+        try (RandomAccessFile file = new RandomAccessFile(large.toFile(), "rw")) {
+            file.setLength(PublishCommand.MAX_FILE_BYTES + 1L);
+        }
+
+        idem("publish", "--config", config, "--file", "/dev/zero")
+                .isOneLineUsageError("--file /dev/zero is not a regular file (a pipe, a socket or a device)");
+        idem("publish", "--config", config, "--file", large.toString())
+                .isOneLineUsageError("--file " + large + " is larger than 16 MiB, the most publish reads: the file is"
+                        + " held in memory whole, one payload per line. Split it into smaller files");
+    }
+
+    /** Issue 24, item 14: a duration too long for the parser was called "not a positive duration". */
+    @Test
+    void purgeOlderThanMoreThanTheLongestDurationSaysItIsTooLongAndWhatTheMaximumIs() throws IOException {
+        String config = config(CONFIG);
+        idem("store", "purge", "--config", config, "--older-than", "1000000d")
+                .isOneLineUsageError("--older-than 1000000d is too long: the longest accepted is 106751d (about 292"
+                        + " years)");
+        idem("store", "purge", "--config", config, "--older-than", "99999999999999999999d")
+                .isOneLineUsageError("--older-than 99999999999999999999d is too long");
+        idem("store", "purge", "--config", config, "--older-than", "soon")
+                .isOneLineUsageError("--older-than must be a positive duration such as 30d, 12h or PT90M: soon");
     }
 
     @Test

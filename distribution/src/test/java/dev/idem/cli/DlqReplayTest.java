@@ -173,6 +173,23 @@ class DlqReplayTest {
         assertThat(output.toString()).contains("left       m-1  (the same message as one this run moved: dead-lettered again");
     }
 
+    /** Issue 24, item 4: an ID with ESC and BEL repainted the terminal, one with a line break forged a line. */
+    @Test
+    void idsAndReasonsArePrintedEscapedAsStoreListPrintsThem() {
+        String id = "evil\u001b]0;owned\u0007\n  moved      forged";
+        Map<String, String> headers = new HashMap<>(Map.of("message-id", id));
+        headers.putAll(new DeadLetterReason("handler-failed", "bad \u001b[2Jinput", 1, "orders").toHeaders());
+        memory.publish("orders.DLQ", new OutboundMessage(null, "k", headers, "{}".getBytes(StandardCharsets.UTF_8)));
+
+        DlqReplay.Report report = replay(memory, null, Set.of(), false);
+
+        assertThat(report.moved()).isEqualTo(1);
+        assertThat(output.toString()).doesNotContain("\u001b").doesNotContain("\u0007")
+                .contains("  moved      evil\\u001b]0;owned\\u0007\\n  moved      forged"
+                        + "  (handler-failed, 1 attempt: bad \\u001b[2Jinput)");
+        assertThat(output.toString().lines().filter(line -> line.startsWith("  moved"))).hasSize(1);
+    }
+
     @Test
     void anEmptyDestinationEndsAfterTheIdleTime() {
         assertThat(replay(memory, null, Set.of(), false)).isEqualTo(new DlqReplay.Report(0, 0, 0, false));

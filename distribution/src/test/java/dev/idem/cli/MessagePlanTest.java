@@ -89,6 +89,25 @@ class MessagePlanTest {
                 .containsExactly("order-17");
     }
 
+    /** Issue 24, item 13: {@code --id 'p3id-{n}'} gave {@code p3id-{n}1}. */
+    @Test
+    void anIdWithNIsATemplateAndOneWithoutIsAPrefix() {
+        assertThat(MessagePlan.plan(3, 0, "p3id-{n}-eu", ORDER, null, 1)).extracting(MessagePlan.Planned::id)
+                .containsExactly("p3id-1-eu", "p3id-2-eu", "p3id-3-eu");
+        assertThat(MessagePlan.plan(1, 0, "p3id-{n}", ORDER, null, 1)).extracting(MessagePlan.Planned::id)
+                .containsExactly("p3id-1");
+        assertThat(MessagePlan.plan(2, 0, "order", ORDER, null, 1)).extracting(MessagePlan.Planned::id)
+                .as("without {n}, with --count, a prefix numbered from 1").containsExactly("order1", "order2");
+        assertThat(MessagePlan.plan(1, 0, "msg-", ORDER, null, 1)).extracting(MessagePlan.Planned::id)
+                .containsExactly("msg-1");
+        assertThat(new String(MessagePlan.plan(1, 0, "o-{n}", ORDER, null, 1).iterator().next().payload(),
+                StandardCharsets.UTF_8)).as("{id} in a payload is the filled ID")
+                .isEqualTo("{\"orderId\":\"order-1\",\"id\":\"o-1\"}");
+        assertThatThrownBy(() -> MessagePlan.plan(2, 0, "x-{id}", ORDER, null, 1))
+                .hasMessage("--id cannot use {id}, which stands for the ID itself; use {n} for the message's number:"
+                        + " x-{id}");
+    }
+
     @Test
     void countAndPercentageAreChecked() {
         assertThatThrownBy(() -> MessagePlan.plan(0, 0, "m-", ORDER, null, 1))

@@ -111,9 +111,9 @@ final class HandlerFactory {
         } catch (ExecutionException e) {
             Throwable failure = e.getCause();
             if (failure instanceof InvocationTargetException thrown) {
-                problems.add("Handler class '" + where + " threw from its constructor: " + thrown.getCause());
+                problems.add("Handler class '" + where + " threw from its constructor: " + describe(thrown.getCause()));
             } else {
-                problems.add("Handler class '" + where + " could not be created: " + failure);
+                problems.add("Handler class '" + where + " could not be created: " + describe(failure));
             }
         } catch (InterruptedException e) {
             creation.cancel(true);
@@ -123,9 +123,30 @@ final class HandlerFactory {
         return null;
     }
 
+    /**
+     * What creating a handler threw, as a person reads it. An {@link ExceptionInInitializerError} says nothing by
+     * itself: what the static initializer threw, with its message and the frame it came from, is the problem.
+     */
+    static String describe(Throwable failure) {
+        if (failure instanceof ExceptionInInitializerError init && init.getCause() != null) {
+            Throwable cause = init.getCause();
+            String at = ownFrame(cause.getStackTrace());
+            return "a static initializer threw " + cause + (at == null ? "" : ", at " + at);
+        }
+        if (failure instanceof NoClassDefFoundError && String.valueOf(failure.getMessage())
+                .startsWith("Could not initialize class")) {
+            return failure + " (its static initializer failed before: see the first problem with it)";
+        }
+        return String.valueOf(failure);
+    }
+
     /** The first frame of the handler's own code (not the JDK's) where {@code thread} runs, or null. */
     static String stuckAt(Thread thread) {
-        StackTraceElement[] frames = thread.getStackTrace();
+        return ownFrame(thread.getStackTrace());
+    }
+
+    /** The first of {@code frames} in code other than the JDK's, else the first frame, or null for none. */
+    private static String ownFrame(StackTraceElement[] frames) {
         for (StackTraceElement frame : frames) {
             String c = frame.getClassName();
             if (!(c.startsWith("java.") || c.startsWith("javax.") || c.startsWith("jdk.") || c.startsWith("sun."))) {
