@@ -41,8 +41,10 @@ COPY --from=build /idem /opt/idem
 COPY --chmod=0755 deploy/docker/idem-healthcheck /opt/idem/bin/idem-healthcheck
 RUN chown -R 10001:10001 /opt/idem/data /opt/idem/logs
 
+# No -XX:+ExitOnOutOfMemoryError, as in bin/idem: a handler's OutOfMemoryError is its run's failure (the message
+# runs again alone, then is dead-lettered), the same outcome in the image as outside it. See README.md.
 ENV IDEM_HOME=/opt/idem \
-    JAVA_OPTS="-XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError"
+    JAVA_OPTS="-XX:MaxRAMPercentage=75"
 WORKDIR /opt/idem
 USER 10001:10001
 

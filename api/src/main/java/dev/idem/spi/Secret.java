@@ -14,8 +14,13 @@ public final class Secret {
     private static final Pattern USER_INFO_PASSWORD = Pattern.compile("(//[^/@:?;\\s]*:)[^/@\\s]*@");
     /** Redis clients read a user-info without a colon ({@code redis://secret@host}) as a password alone. */
     private static final Pattern REDIS_USER_INFO = Pattern.compile("(?i)(redis[a-z-]*://)[^/@:\\s]+@");
+    /**
+     * A password-like parameter of a URL ({@code ?password=}, {@code ;password=}) or of a libpq-style connection
+     * string of {@code keyword=value} pairs ({@code host=db password=secret}, {@code password = 'a b'}).
+     */
     private static final Pattern PASSWORD_PARAMETER = Pattern.compile(
-            "(?i)([?&;](?:password|passwd|pwd|secret|token|sslpassword|sslkeypassword|access[-_]?key)=)[^&;\\s]*");
+            "(?i)((?:^|[?&;\\s])(?:password|passwd|pwd|passphrase|secret|token|sslpassword|sslkeypassword"
+                    + "|access[-_]?key)\\s*=\\s*)('(?:[^'\\\\]|\\\\.)*'?|[^&;\\s]*)");
 
     private final String value;
 
@@ -36,8 +41,9 @@ public final class Secret {
     /**
      * {@code text} with the credentials of any URL in it masked, for a message, a log line or printed
      * configuration: the password of a user-info ({@code amqp://user:******@host}), a Redis user-info that is
-     * a password alone ({@code redis://******@host}), and password-like query or JDBC parameters
-     * ({@code ?password=******}, {@code ;password=******}). Text without them is returned as it is.
+     * a password alone ({@code redis://******@host}), password-like query or JDBC parameters
+     * ({@code ?password=******}, {@code ;password=******}) and the password of a libpq-style connection string
+     * ({@code host=db password=******}, a quoted value included). Text without them is returned as it is.
      * Thread-safe; {@code null} stays {@code null}.
      */
     public static String maskCredentials(String text) {

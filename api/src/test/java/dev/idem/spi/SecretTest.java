@@ -33,6 +33,18 @@ class SecretTest {
     }
 
     @Test
+    void masksThePasswordOfALibpqConnectionString() {
+        assertThat(Secret.maskCredentials("host=db port=5432 password=secret dbname=app"))
+                .isEqualTo("host=db port=5432 password=****** dbname=app");
+        assertThat(Secret.maskCredentials("password=secret host=db")).isEqualTo("password=****** host=db");
+        assertThat(Secret.maskCredentials("host=db password = 'it\\'s a secret' user=app"))
+                .isEqualTo("host=db password = ****** user=app");
+        assertThat(Secret.maskCredentials("host=db\tsslpassword=secret\nsslkey=/etc/key.pem"))
+                .isEqualTo("host=db\tsslpassword=******\nsslkey=/etc/key.pem");
+        assertThat(Secret.maskCredentials("user=app passphrase=secret")).isEqualTo("user=app passphrase=******");
+    }
+
+    @Test
     void leavesTextWithoutCredentialsAlone() {
         String plain = "jdbc:h2:file:./data/idem-store;WRITE_DELAY=0";
         assertThat(Secret.maskCredentials(plain)).isSameAs(plain);

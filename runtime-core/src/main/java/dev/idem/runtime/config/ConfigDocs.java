@@ -111,7 +111,9 @@ public final class ConfigDocs {
 
         md.append("## `pipelines.<name>`\n\n")
                 .append("At least one pipeline. A name starts with a lowercase letter or digit and holds only lowercase\n")
-                .append("letters, digits, `.`, `_` and `-`; it names the consumer and the pipeline's keys in the store.\n\n");
+                .append("letters, digits, `.`, `_` and `-`, at most ").append(RuntimeConfigSpecs.MAX_NAME_LENGTH)
+                .append(" characters (the longest namespace every\n")
+                .append("dedup store holds); it names the consumer and the pipeline's keys in the store.\n\n");
         List<String[]> rows = new ArrayList<>();
         for (ConfigKey<?> key : RuntimeConfigSpecs.PIPELINE.keys()) {
             rows.add(row("pipelines.<name>." + key.name(), key, null));

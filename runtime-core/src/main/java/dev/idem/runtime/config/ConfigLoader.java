@@ -3,24 +3,32 @@ package dev.idem.runtime.config;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import dev.idem.runtime.config.PluginSpecs.Kind;
 import dev.idem.spi.ConfigException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.StringReader;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.error.YAMLException;
@@ -50,9 +58,22 @@ public final class ConfigLoader {
     static final String RUNTIME = "runtime";
     private static final List<String> TOP_LEVEL = List.of(BROKER, STORE, PIPELINES, RUNTIME);
 
+    /**
+     * The largest configuration read, in bytes of a file or characters of text: 1 MiB, 30 times the shipped
+     * {@code conf/idem.yaml} with every key commented. The YAML reader's time grows with the square of a value's
+     * length, so a file of one 16 MB value would take minutes and gigabytes before any check: it is refused first.
+     */
+    static final int MAX_SIZE = 1 << 20;
+
+    private static final LoaderOptions LIMITS = limits();
+
     // Duplicate keys are errors: with last-wins, a second "orders:" would silently replace the first pipeline.
-    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory())
-            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+    // An empty value ("lease:" with nothing after it) is null, as new YAMLFactory() has it; the builder does not.
+    private static final YAMLFactory YAML = YAMLFactory.builder()
+            .loaderOptions(LIMITS)
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(YAMLParser.Feature.EMPTY_STRING_AS_NULL)
+            .build();
 
     private ConfigLoader() {
     }
@@ -67,8 +88,14 @@ public final class ConfigLoader {
     public static IdemConfig load(Path file, Map<String, String> env, PluginSpecs plugins) {
         Objects.requireNonNull(file, "file");
         String text;
-        try {
-            text = Files.readString(file);
+        try (InputStream in = Files.newInputStream(file)) {
+            // Read no more than the limit allows, whatever the file is (a device, a pipe, a growing log).
+            byte[] bytes = in.readNBytes(MAX_SIZE + 1);
+            if (bytes.length > MAX_SIZE) {
+                throw new ConfigException("Configuration file " + file + " is larger than " + MAX_SIZE + " bytes"
+                        + " (1 MiB), the most a configuration may be; is it the right file?");
+            }
+            text = StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes)).toString();
         } catch (NoSuchFileException e) {
             throw withCause(new ConfigException("Configuration file " + file.toAbsolutePath() + " does not exist"), e);
         } catch (CharacterCodingException e) {
@@ -92,6 +119,10 @@ public final class ConfigLoader {
         Objects.requireNonNull(env, "env");
         Objects.requireNonNull(plugins, "plugins");
         String source = sourceName == null ? "the configuration" : sourceName;
+        if (yaml.length() > MAX_SIZE) {
+            throw new ConfigException("The configuration in " + source + " is " + yaml.length() + " characters long;"
+                    + " at most " + MAX_SIZE + " (1 MiB) are read");
+        }
         Object root = readTree(yaml, source);
         Problems problems = new Problems();
         if (root != null && !(root instanceof Map<?, ?>)) {
@@ -163,18 +194,63 @@ public final class ConfigLoader {
         }
     }
 
-    /** The YAML as plain maps, lists and scalars, in file order; {@code null} for an empty document. */
+    /**
+     * The YAML as plain maps, lists and strings, in file order; {@code null} for an empty document.
+     *
+     * <p>Every scalar is the text as written: YAML's implicit typing is not applied, since it changes strings
+     * silently ({@code source: no} would be {@code false}, {@code password: 0123} the octal {@code 83},
+     * {@code 0x1F} 31, {@code 1e3} 1000.0). Each key parses the text by its declared type instead
+     * ({@link dev.idem.spi.ConfigKey#parse}), so a string stays as written, {@code concurrency: 010} is 10 and a
+     * boolean is {@code true} or {@code false}. A null ({@code key:} with nothing, {@code ~}, {@code null})
+     * stays null: absent.
+     */
     private static Object readTree(String yaml, String sourceName) {
         try {
             rejectAnchorsAndAliases(yaml, sourceName);
-            JsonNode node = YAML.readTree(yaml);
-            return node == null || node.isMissingNode() || node.isNull() ? null : YAML.treeToValue(node, Object.class);
+            try (JsonParser parser = YAML.createParser(yaml)) {
+                return parser.nextToken() == null ? null : readValue(parser);
+            }
         } catch (JsonProcessingException e) {
             JsonLocation at = e.getLocation();
             String where = at == null || at.getLineNr() < 0 ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
             throw withCause(new ConfigException("Cannot parse " + sourceName + " as YAML: "
                     + e.getOriginalMessage().strip() + where), e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // Reading a String: cannot happen.
         }
+    }
+
+    /** The value the parser stands on, and everything below it. */
+    private static Object readValue(JsonParser parser) throws IOException {
+        switch (parser.currentToken()) {
+            case START_OBJECT: {
+                Map<String, Object> map = new LinkedHashMap<>();
+                while (parser.nextToken() == JsonToken.FIELD_NAME) {
+                    String name = parser.currentName();
+                    parser.nextToken();
+                    map.put(name, readValue(parser));
+                }
+                return map;
+            }
+            case START_ARRAY: {
+                List<Object> list = new ArrayList<>();
+                while (parser.nextToken() != JsonToken.END_ARRAY) {
+                    list.add(readValue(parser));
+                }
+                return list;
+            }
+            case VALUE_NULL:
+                return null;
+            default:
+                // Numbers and booleans too: the YAML parser's text is the scalar as written.
+                return parser.getText();
+        }
+    }
+
+    private static LoaderOptions limits() {
+        LoaderOptions options = new LoaderOptions();
+        options.setCodePointLimit(MAX_SIZE);
+        return options;
     }
 
     /**
@@ -185,7 +261,7 @@ public final class ConfigLoader {
     private static void rejectAnchorsAndAliases(String yaml, String sourceName) {
         Iterable<Event> events;
         try {
-            events = new Yaml().parse(new StringReader(yaml));
+            events = new Yaml(LIMITS).parse(new StringReader(yaml));
             for (Event event : events) {
                 String anchor = event instanceof NodeEvent node ? node.getAnchor() : null;
                 if (anchor != null) {

@@ -14,9 +14,9 @@ import java.util.regex.Pattern;
  * <p>Rules: the default applies when the variable is unset or empty (as in a shell); a default
  * cannot contain <code>}</code>; a substituted value is not scanned again, so a variable holding
  * {@code ${...}} stays literal; a value that was only placeholders and comes out empty counts as
- * absent, so {@code password: ${PASSWORD:-}} leaves an optional key unset. Only strings are
- * substituted; numbers and booleans written in YAML pass unchanged, and substituted text is
- * parsed by the key's type like any other string.
+ * absent, so {@code password: ${PASSWORD:-}} leaves an optional key unset. Every scalar arrives
+ * as the text written ({@link ConfigLoader} applies no YAML typing), and substituted text is
+ * parsed by the key's type like any other.
  *
  * <p>Not thread-safe: it reports into one load's {@link Problems}.
  */

@@ -9,8 +9,9 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * Turns validated values into what may be shown to a person: secrets masked, credentials inside URLs
- * masked, durations and enums written the way a user writes them. Stateless.
+ * Turns validated values into what may be shown to a person: secrets masked (values of type {@code secret}, and
+ * text under a name that says it is one, see {@link #namesASecret}), credentials inside URLs and connection
+ * strings masked, durations and enums written the way a user writes them. Stateless.
  */
 final class Masking {
 
@@ -22,14 +23,39 @@ final class Masking {
      * setting by mistake costs less than printing a password.
      */
     private static final Pattern SENSITIVE = Pattern.compile(
-            "(?i).*(password|passwd|pwd|secret|token|credential|jaas|private|auth|api[-_.]?key|user\\.info).*");
+            "(?i).*(password|passwd|pwd|passphrase|secret|token|credential|jaas|private|auth|api[-_.]?key"
+                    + "|user\\.info).*");
+
+    /*
+     * A name that ends in one of these words names a secret, whatever type its key was declared with: a plugin
+     * may declare signing-key or gpg-passphrase as a plain string. The -key names of messaging are routes, not
+     * secrets, and stay readable.
+     */
+    private static final Pattern SECRET_NAME = Pattern.compile("(?i)(?:.*[-_.])?(password|passphrase|secret|key|token)");
+    private static final Pattern ROUTE_NAME = Pattern.compile(
+            "(?i)(?:.*[-_.])?(binding|routing|ordering|partition)[-_.]key");
 
     private Masking() {
     }
 
     /** Whether a native setting's name suggests it holds a secret. */
     static boolean isSensitive(String settingName) {
-        return SENSITIVE.matcher(settingName).matches();
+        return SENSITIVE.matcher(settingName).matches() || namesASecret(settingName);
+    }
+
+    /**
+     * Whether a key's name ends in {@code password}, {@code passphrase}, {@code secret}, {@code key} or
+     * {@code token} ({@code tls.key-passphrase}, {@code signing-key}, {@code api.token}), a route's key
+     * ({@code binding-key}, {@code routing-key}, ...) excepted: its value is masked even if declared a string.
+     */
+    static boolean namesASecret(String name) {
+        return SECRET_NAME.matcher(name).matches() && !ROUTE_NAME.matcher(name).matches();
+    }
+
+    /** Whether {@code key}'s values are never shown: a secret, or text under a name that says it is one. */
+    private static boolean hidden(ConfigKey<?> key) {
+        return key.type() == ConfigKey.Type.SECRET || (key.type() == ConfigKey.Type.STRING
+                || key.type() == ConfigKey.Type.LIST) && namesASecret(key.name());
     }
 
     /**
@@ -40,7 +66,7 @@ final class Masking {
         if (value == null) {
             return null;
         }
-        if (value instanceof Secret || key.type() == ConfigKey.Type.SECRET) {
+        if (value instanceof Secret || hidden(key)) {
             return MASK;
         }
         if (value instanceof Duration d) {
@@ -68,6 +94,6 @@ final class Masking {
      * a secret's value is never shown, even when it is the one that is wrong.
      */
     static String showRaw(ConfigKey<?> key, Object raw) {
-        return key.type() == ConfigKey.Type.SECRET ? MASK : Secret.maskCredentials(Problems.show(raw));
+        return hidden(key) ? MASK : Secret.maskCredentials(Problems.show(raw));
     }
 }

@@ -62,8 +62,12 @@ final class PipelineBinder {
         for (Map.Entry<?, ?> e : pipelines.entrySet()) {
             String name = String.valueOf(e.getKey());
             if (!RuntimeConfigSpecs.PIPELINE_NAME.matcher(name).matches()) {
-                problems.add("Invalid pipeline name '" + name + "' in " + path + ": must start with a lowercase letter or"
-                        + " digit and hold only lowercase letters, digits, '.', '_' and '-'");
+                problems.add("Invalid pipeline name '" + Problems.show(name) + "' in " + path + ": must start with a"
+                        + " lowercase letter or digit and hold only lowercase letters, digits, '.', '_' and '-'");
+            } else if (name.length() > RuntimeConfigSpecs.MAX_NAME_LENGTH) {
+                problems.add("Invalid pipeline name '" + Problems.show(name) + "' in " + path + ": it is "
+                        + name.length() + " characters long and must " + RuntimeConfigSpecs.NAME_LENGTH_RULE
+                        + " (the name is the namespace of the pipeline's keys by default); give it a shorter name");
             }
             // Bound even under a bad name, so its other problems show in the same run.
             PipelineConfig pipeline = bind(name, e.getValue(), path + "." + name);

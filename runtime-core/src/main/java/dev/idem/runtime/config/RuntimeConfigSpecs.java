@@ -6,6 +6,7 @@ import dev.idem.runtime.config.PipelineConfig.MissingIdPolicy;
 import dev.idem.runtime.config.PipelineConfig.Ordering;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.StoreKey;
 import dev.idem.spi.TransactionalDedupStore;
 import java.time.Duration;
 import java.util.Arrays;
@@ -28,6 +29,17 @@ public final class RuntimeConfigSpecs {
 
     /** A pipeline's name: its consumer name and the namespace of its keys in the store. */
     public static final Pattern PIPELINE_NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
+
+    /**
+     * The longest pipeline name and {@code namespace}, in characters (of {@link #PIPELINE_NAME}, so as many bytes):
+     * the name is the namespace unless one is set, and every store holds a namespace of up to
+     * {@link StoreKey#MAX_NAMESPACE_BYTES} bytes (the JDBC store's column, no more).
+     */
+    public static final int MAX_NAME_LENGTH = StoreKey.MAX_NAMESPACE_BYTES;
+
+    /** Why a name or namespace is too long, completing "must ...". */
+    static final String NAME_LENGTH_RULE = "be at most " + MAX_NAME_LENGTH + " characters, the longest namespace"
+            + " every dedup store holds";
 
     // Host names, IPv4 and IPv6 literals (with or without brackets and a scope); whether it resolves is checked apart.
     private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._:%\\[\\]-]+");
@@ -72,9 +84,11 @@ public final class RuntimeConfigSpecs {
     public static final ConfigKey<String> NAMESPACE = ConfigKey.string("namespace")
             .validate(PIPELINE_NAME.asMatchPredicate(), "start with a lowercase letter or digit and hold only lowercase"
                     + " letters, digits, '.', '_' and '-'")
+            .validate(n -> n.length() <= MAX_NAME_LENGTH, NAME_LENGTH_RULE)
             .doc("The scope of the pipeline's keys in the store; the pipeline's name when left out. Pipelines that"
                     + " consume the same source must share one, so that a repeat landing on either is recognised;"
-                    + " it also lets a pipeline be renamed without forgetting its keys.");
+                    + " it also lets a pipeline be renamed without forgetting its keys. Like a pipeline's name, at"
+                    + " most " + MAX_NAME_LENGTH + " characters.");
 
     public static final ConfigKey<String> MISSING_ID = enumKey("missing-id", MissingIdPolicy.DEAD_LETTER)
             .doc("What happens to a message without a usable key (none found, over 512 bytes, or not UTF-8):"

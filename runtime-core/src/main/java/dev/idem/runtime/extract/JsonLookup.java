@@ -11,20 +11,27 @@ import java.io.IOException;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Finds the values at one or more JSON pointers in a UTF-8 JSON payload, in a single streaming pass
- * that skips everything no pointer leads into and stops as soon as every pointer is resolved. No
- * tree is built: the pipeline calls this for every message.
+ * over the payload's top-level value that skips (without decoding) everything no pointer leads into.
+ * No tree is built: the pipeline calls this for every message.
  *
  * <p>Values come back as text: strings as they are, numbers and booleans as written in the payload
  * ({@code 1.50} stays {@code 1.50}), objects and arrays as compact JSON. A missing value or a JSON
- * {@code null} is {@code null}. Where an object repeats a name, the first value wins.
+ * {@code null} is {@code null}.
  *
- * <p>Because it stops early, a payload that is broken only after the last value it needs still
- * yields those values; the handler sees the broken payload as usual.
+ * <p>A payload in which an object on a pointer's path repeats the name the pointer follows
+ * (<code>{"orderId":"a","orderId":"b"}</code> for {@code /orderId}), or in which the value read holds
+ * an object that repeats a name, is refused: JSON parsers disagree on which of the values counts (Jackson's
+ * default keeps the last, others the first or fail), so the key would depend on the reader, and two messages
+ * a handler reads as the same business ID could get different keys. That is why the pass reads to the end of
+ * the top-level value rather than stopping at the last value it needs; a payload broken after it is refused too.
+ * Names repeated elsewhere (in an object no pointer goes through) do not matter to the key and are left alone.
  *
  * <p>Immutable and thread-safe.
  */
@@ -35,14 +42,27 @@ final class JsonLookup {
             .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
             .build();
 
+    /** Checks the objects inside a value read whole (compact JSON this class wrote) for a repeated name. */
+    private static final JsonFactory STRICT = JsonFactory.builder()
+            .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build();
+
     /** A step of the pointers: where each resolves ({@code slot}) and what lies below it. */
     private static final class Node {
         final Map<String, Node> byName = new HashMap<>();
         final Map<Integer, Node> byIndex = new HashMap<>();
+        /** The pointer to this step, for messages: {@code ""} for the payload itself. */
+        final String pointer;
         int slot = -1;
 
+        Node(String pointer) {
+            this.pointer = pointer;
+        }
+
         Node child(String token) {
-            Node child = byName.computeIfAbsent(token, t -> new Node());
+            Node child = byName.computeIfAbsent(token,
+                    t -> new Node(pointer + "/" + t.replace("~", "~0").replace("/", "~1")));
             int index = Pointer.arrayIndex(token);
             if (index >= 0) {
                 byIndex.put(index, child);
@@ -55,7 +75,7 @@ final class JsonLookup {
         }
     }
 
-    private final Node root = new Node();
+    private final Node root = new Node("");
     private final int slots;
 
     /** @param pointers distinct pointers; {@link #find} answers in this order */
@@ -121,7 +141,6 @@ final class JsonLookup {
     private final class Walk {
         final String[] values = new String[slots];
         final boolean[] resolved = new boolean[slots];
-        int remaining = slots;
 
         /** The parser stands on the value {@code node} points at. */
         void value(JsonParser parser, Node node) throws IOException {
@@ -134,10 +153,9 @@ final class JsonLookup {
                 return;
             }
             boolean container = parser.currentToken().isStructStart();
-            String text = text(parser);
+            String text = text(parser, node);
             values[node.slot] = text;
             resolved[node.slot] = true;
-            remaining--;
             if (container && node.hasChildren()) {
                 // Rare: a template with both /a and /a/b. The copy was consumed, so read it again.
                 try (JsonParser copy = JSON.createParser(text)) {
@@ -147,22 +165,37 @@ final class JsonLookup {
             }
         }
 
-        /** Descends into the object or array the parser stands on, or skips it. */
+        /**
+         * Descends into the object or array the parser stands on, to its end, or skips it. In an object, a name
+         * that a pointer follows may come once: see the class comment.
+         */
         private void below(JsonParser parser, Node node) throws IOException {
             JsonToken token = parser.currentToken();
             if (token == JsonToken.START_OBJECT) {
-                while (remaining > 0 && parser.nextToken() == JsonToken.FIELD_NAME) {
-                    Node child = node.byName.get(parser.currentName());
+                Set<String> followed = null;
+                while (parser.nextToken() == JsonToken.FIELD_NAME) {
+                    String name = parser.currentName();
+                    Node child = node.byName.get(name);
                     parser.nextToken();
                     if (child == null) {
                         parser.skipChildren();
-                    } else {
-                        value(parser, child);
+                        continue;
                     }
+                    if (followed == null) {
+                        followed = new HashSet<>(4);
+                    }
+                    if (!followed.add(name)) {
+                        // The name is a token of the configured pointer, not payload text.
+                        throw new IllegalArgumentException("Payload repeats the name \"" + name + "\" in the "
+                                + where(node) + ", so which value is " + child.pointer + " depends on the JSON"
+                                + " reader (Jackson's default takes the last, others the first); send each name"
+                                + " once in an object");
+                    }
+                    value(parser, child);
                 }
             } else if (token == JsonToken.START_ARRAY) {
                 int index = 0;
-                while (remaining > 0 && parser.nextToken() != JsonToken.END_ARRAY) {
+                while (parser.nextToken() != JsonToken.END_ARRAY) {
                     Node child = node.byIndex.isEmpty() ? null : node.byIndex.get(index);
                     index++;
                     if (child == null) {
@@ -175,26 +208,41 @@ final class JsonLookup {
             // A scalar has nothing below it: every pointer through it is missing.
         }
 
-        private String text(JsonParser parser) throws IOException {
+        private String text(JsonParser parser, Node node) throws IOException {
             switch (parser.currentToken()) {
                 case VALUE_NULL:
                     return null;
                 case START_OBJECT:
                 case START_ARRAY:
-                    return compact(parser);
+                    return compact(parser, node);
                 default:
                     // Strings as they are; numbers and booleans as written in the payload.
                     return parser.getText();
             }
         }
 
-        private String compact(JsonParser parser) throws IOException {
+        private String compact(JsonParser parser, Node node) throws IOException {
             StringWriter out = new StringWriter();
             try (JsonGenerator generator = JSON.createGenerator(out)) {
                 // Exact: a number keeps the digits it was written with, so equal payloads give equal keys.
                 generator.copyCurrentStructureExact(parser);
             }
-            return out.toString();
+            String text = out.toString();
+            try (JsonParser strict = STRICT.createParser(text)) {
+                while (strict.nextToken() != null) {
+                    // Only a repeated name can fail here: the text is JSON this class just wrote.
+                }
+            } catch (JsonProcessingException e) {
+                // Jackson's message quotes the name, which is payload text: say where instead.
+                throw new IllegalArgumentException("Payload repeats a name in an object inside the value at "
+                        + node.pointer + ", so that value depends on the JSON reader (Jackson's default takes the"
+                        + " last of a repeated name); send each name once in an object");
+            }
+            return text;
         }
+    }
+
+    private static String where(Node node) {
+        return node.pointer.isEmpty() ? "payload's top-level object" : "object at " + node.pointer;
     }
 }

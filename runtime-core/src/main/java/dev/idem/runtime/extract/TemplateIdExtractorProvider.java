@@ -19,7 +19,8 @@ import java.util.List;
  * naming the template and what is wrong with it (an unclosed brace, an unknown placeholder, no
  * placeholder at all); {@link #validate} reports the same without creating anything, for {@code idem check}.
  * The extractor throws {@link IllegalArgumentException} when the template reads
- * the payload and it is not UTF-8 JSON. Stateless and thread-safe, like the extractors it creates.
+ * the payload and it is not UTF-8 JSON, or repeats a name on a placeholder's path, as {@code json-pointer}
+ * does. Stateless and thread-safe, like the extractors it creates.
  */
 public final class TemplateIdExtractorProvider implements IdExtractorProvider {
 
@@ -27,7 +28,8 @@ public final class TemplateIdExtractorProvider implements IdExtractorProvider {
             .required()
             .doc("The key, as text with placeholders: " + Template.PLACEHOLDERS
                     + ", for example order-{/orderId}-{/lineNo}. Write {{ and }} for literal braces."
-                    + " A message missing any field has no key.");
+                    + " A message missing any field has no key. Payload fields are read as `json-pointer` reads"
+                    + " them: a payload that repeats a name on a field's path has an invalid key.");
 
     private static final ConfigSpec SPEC = ConfigSpec.builder().define(TEMPLATE).build();
 

@@ -278,6 +278,23 @@ class ConfigErrorsTest {
     }
 
     @Test
+    void aPipelineNameOrNamespaceLongerThanEveryStoreHoldsIsRefused() {
+        String longest = "o".repeat(255);
+        String tooLong = "o".repeat(256);
+        String yaml = MINIMAL.replace("pipelines:\n", "pipelines:\n  " + tooLong + ":\n    source: a\n"
+                + "  " + longest + ":\n    source: b\n    namespace: " + "n".repeat(300) + "\n");
+
+        assertThat(problems(yaml)).containsExactly(
+                "Invalid pipeline name '" + "o".repeat(120) + "...' in pipelines: it is 256 characters long and must be"
+                        + " at most 255 characters, the longest namespace every dedup store holds (the name is the"
+                        + " namespace of the pipeline's keys by default); give it a shorter name",
+                "Invalid value '" + "n".repeat(120) + "...' for pipelines." + longest + ".namespace: must be at most"
+                        + " 255 characters, the longest namespace every dedup store holds");
+        assertThat(Configs.load(MINIMAL.replace("pipelines:\n", "pipelines:\n  " + longest + ":\n    source: b\n"
+                + "    namespace: " + "n".repeat(255) + "\n")).pipelines().get(longest).namespace()).hasSize(255);
+    }
+
+    @Test
     void pipelineNamesWithDigitsDotsUnderscoresAndDashesAreAccepted() {
         String yaml = MINIMAL.replace("pipelines:\n", "pipelines:\n  orders.v2:\n    source: a\n  0day_x-y:\n    source: b\n");
 

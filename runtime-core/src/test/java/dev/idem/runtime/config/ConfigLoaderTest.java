@@ -234,6 +234,82 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void aStringKeepsTheTextAsWrittenWhateverYamlWouldTypeItAs() {
+        // Regression: YAML's implicit typing turned source: no into "false", 010 into "8", a password 0123 into "83".
+        String yaml = MINIMAL.replace("type: caffeine", """
+                type: redis
+                  redis:
+                    password: 0123""").replace("pipelines:\n", """
+                pipelines:
+                  a:
+                    source: no
+                  b:
+                    source: 010
+                  c:
+                    source: 0x1F
+                  d:
+                    source: 1e3
+                  e:
+                    source: on
+                  f:
+                    source: 1_000
+                    handler-settings:
+                      pin: 0123
+                      ratio: 1.50
+                      flag: yes
+                      unset: ~
+                      list: [07, off, 2.0]
+                """);
+
+        IdemConfig config = load(yaml);
+
+        assertThat(config.pipelines().values()).extracting(PipelineConfig::source)
+                .containsExactly("no", "010", "0x1F", "1e3", "on", "1_000", "orders");
+        assertThat(config.store().config().get(FakePlugins.REDIS_PASSWORD).reveal()).isEqualTo("0123");
+        assertThat(config.pipelines().get("f").handlerSettings().asMap()).containsExactly(
+                Map.entry("pin", "0123"), Map.entry("ratio", "1.50"), Map.entry("flag", "yes"),
+                Map.entry("list", "07,off,2.0"));
+    }
+
+    @Test
+    void numbersAndBooleansAreReadFromTheTextByTheKeysType() {
+        IdemConfig config = load(MINIMAL.replace("url: vm://embedded", "url: vm://embedded\n    persistent: FALSE")
+                + "    concurrency: 010\n    retry:\n      multiplier: 1e1\n");
+
+        assertThat(config.pipelines().get("orders").concurrency()).as("decimal, not octal").isEqualTo(10);
+        assertThat(config.pipelines().get("orders").retry().multiplier()).isEqualTo(10.0);
+        assertThat(config.broker().config().get(FakePlugins.AMQ_PERSISTENT)).isFalse();
+
+        assertThat(Configs.problems(MINIMAL.replace("url: vm://embedded", "url: vm://embedded\n    persistent: yes\n"
+                + "    prefetch: 0x10"))).containsExactly(
+                "Invalid value '0x10' for broker.activemq.prefetch: must be an integer that must be at least 1",
+                "Invalid value 'yes' for broker.activemq.persistent: must be true or false");
+    }
+
+    @Test
+    void aConfigurationLargerThanOneMebibyteIsRefusedBeforeItIsParsed(@TempDir Path dir) throws Exception {
+        String huge = MINIMAL.replace("source: orders", "source: " + "x".repeat(16 * 1024 * 1024));
+        Path file = dir.resolve("huge.yaml");
+        Files.writeString(file, huge, StandardCharsets.UTF_8);
+
+        long start = System.nanoTime();
+        assertThatThrownBy(() -> ConfigLoader.load(file, Map.of(), FakePlugins.standard()))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("Invalid configuration: Configuration file " + file + " is larger than 1048576 bytes"
+                        + " (1 MiB), the most a configuration may be; is it the right file?");
+        assertThatThrownBy(() -> load(huge))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("Invalid configuration: The configuration in test.yaml is " + huge.length()
+                        + " characters long; at most 1048576 (1 MiB) are read");
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).as("refused at once").isLessThan(Duration.ofSeconds(5));
+
+        String justUnder = MINIMAL.replace("source: orders", "source: " + "x".repeat(1_000_000));
+        Files.writeString(file, justUnder, StandardCharsets.UTF_8);
+        assertThat(ConfigLoader.load(file, Map.of(), FakePlugins.standard()).pipelines().get("orders").source())
+                .hasSize(1_000_000);
+    }
+
+    @Test
     void runtimeSectionIsRead() {
         IdemConfig config = load(MINIMAL + "runtime:\n  shutdown-timeout: 5s\n");
 

@@ -4,6 +4,7 @@ import static dev.idem.runtime.config.Configs.MINIMAL;
 import static dev.idem.runtime.config.Configs.load;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.spi.ConfigKey;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -93,6 +94,56 @@ class ConfigPrinterTest {
                 .contains("    password: '******'\n")
                 .contains("      sasl.jaas.config: '******'\n")
                 .contains("max.poll.records: \"10\"");
+    }
+
+    @Test
+    void aPasswordInALibpqConnectionStringAndSecretNamedStringsAndSettingsAreMasked() {
+        FakePlugins plugins = FakePlugins.standard().with(PluginSpecs.Kind.BROKER, "rabbit",
+                ConfigKey.string("url").doc("The URL."),
+                ConfigKey.string("binding-key").doc("A route."),
+                ConfigKey.string("routing-key").doc("A route."),
+                ConfigKey.string("tls.key-passphrase").doc("Declared a string, but a secret."),
+                ConfigKey.string("signing-key").doc("Declared a string, but a secret."),
+                ConfigKey.string("api.token").doc("Declared a string, but a secret."),
+                ConfigKey.string("webhook-secret").doc("Declared a string, but a secret."),
+                ConfigKey.list("admin-password").doc("Declared a list, but a secret."),
+                ConfigKey.map("client").doc("Native settings."));
+        String yaml = MINIMAL.replace("type: activemq\n  activemq:\n    url: vm://embedded", """
+                type: rabbit
+                  rabbit:
+                    url: host=db port=5432 password=hunter1 dbname=app
+                    binding-key: orders.#
+                    routing-key: orders.created
+                    tls.key-passphrase: hunter2
+                    signing-key: hunter3
+                    api.token: hunter4
+                    webhook-secret: hunter5
+                    admin-password: [hunter6]
+                    client:
+                      ssl.keystore.key: hunter7
+                      gpg-passphrase: hunter8
+                      key.serializer: StringSerializer""") + """
+                    handler: com.example.OrderHandler
+                    handler-settings:
+                      db: "host=db password='hunter 9' user=app"
+                      hmac-key: hunter10
+                      partition-key: customer
+                """;
+
+        String printed = ConfigPrinter.print(ConfigLoader.parse(yaml, "test.yaml", Map.of(), plugins));
+
+        assertThat(printed).doesNotContain("hunter")
+                .contains("    url: host=db port=5432 password=****** dbname=app\n")
+                .contains("    binding-key: orders.#\n", "    routing-key: orders.created\n")
+                .contains("      key-passphrase: '******'\n", "    signing-key: '******'\n", "      token: '******'\n",
+                        "    webhook-secret: '******'\n", "    admin-password: '******'\n")
+                .contains("      ssl.keystore.key: '******'\n", "      gpg-passphrase: '******'\n",
+                        "      key.serializer: StringSerializer\n")
+                .contains("      db: host=db password=****** user=app\n", "      hmac-key: '******'\n",
+                        "      partition-key: customer\n");
+        assertThat(Configs.failure(yaml.replace("signing-key: hunter3", "signing-key: [hunter3]"), Map.of(), plugins)
+                .problems()).singleElement().asString().doesNotContain("hunter")
+                .startsWith("Invalid value '******' for broker.rabbit.signing-key: must be a string");
     }
 
     @Test

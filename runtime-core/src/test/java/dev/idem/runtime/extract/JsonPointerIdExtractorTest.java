@@ -97,9 +97,38 @@ class JsonPointerIdExtractorTest {
         assertThat(pointer("/items/01").extract(json("{\"items\":{\"01\":\"named\"}}"))).isEqualTo("named");
     }
 
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "/id         | {\"id\":\"first\",\"id\":\"second\"}                         | \"id\" in the payload's top-level object",
+        "/id         | {\"id\":\"same\",\"x\":[1,{\"y\":2}],\"id\":\"same\"}       | \"id\" in the payload's top-level object",
+        "/id         | {\"id\":null,\"id\":\"second\"}                             | \"id\" in the payload's top-level object",
+        "/order/id   | {\"order\":{\"id\":1},\"order\":{\"id\":2}}                | \"order\" in the payload's top-level object",
+        "/order/id   | {\"order\":{\"id\":1,\"id\":2}}                           | \"id\" in the object at /order",
+        "/items/0/id | {\"items\":[{\"id\":1,\"n\":2,\"id\":3}]}                  | \"id\" in the object at /items/0",
+        "/a~1b       | {\"a/b\":1,\"a/b\":2}                                   | \"a/b\" in the payload's top-level object",
+    })
+    void aPayloadThatRepeatsANameOnThePointersPathHasAnInvalidKey(String pointer, String payload, String where) {
+        // Jackson's ObjectMapper, as a handler would read it, takes the last value: the key must not be the first.
+        assertThatThrownBy(() -> pointer(pointer).extract(json(payload)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Payload repeats the name " + where)
+                .hasMessageContaining("send each name once");
+    }
+
     @Test
-    void firstValueWinsWhenAnObjectRepeatsAName() {
-        assertThat(pointer("/id").extract(json("{\"id\":\"first\",\"id\":\"second\"}"))).isEqualTo("first");
+    void aValueReadWholeThatRepeatsANameInsideIsAnInvalidKey() {
+        assertThatThrownBy(() -> pointer("/order").extract(json("{\"order\":{\"id\":1,\"tags\":[{\"t\":1,\"t\":2}]}}")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Payload repeats a name in an object inside the value at /order")
+                .satisfies(e -> assertThat(e.getMessage()).as("no payload text").doesNotContain("\"t\""));
+    }
+
+    @Test
+    void namesRepeatedOffThePointersPathDoNotMatter() {
+        assertThat(pointer("/id").extract(json("{\"meta\":{\"v\":1,\"v\":2},\"id\":\"A-1\",\"x\":1,\"x\":2}")))
+                .isEqualTo("A-1");
+        assertThat(pointer("/items/1/id").extract(json("{\"items\":[{\"id\":1,\"id\":2},{\"id\":3}]}")))
+                .isEqualTo("3");
     }
 
     @ParameterizedTest
@@ -138,8 +167,11 @@ class JsonPointerIdExtractorTest {
     }
 
     @Test
-    void stopsReadingOnceTheValueIsFound() {
-        assertThat(pointer("/id").extract(json("{\"id\":\"early\", this is never read"))).isEqualTo("early");
+    void readsToTheEndOfTheTopLevelValueSoThatARepeatAfterTheValueIsSeen() {
+        assertThatThrownBy(() -> pointer("/id").extract(json("{\"id\":\"early\", this is broken")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Payload is not valid JSON");
+        assertThat(pointer("/id").extract(json("{\"id\":\"early\"} trailing text is not read"))).isEqualTo("early");
     }
 
     @Test

@@ -71,6 +71,19 @@ class TemplateIdExtractorTest {
     }
 
     @Test
+    void aPayloadThatRepeatsANameOnAFieldsPathIsAnInvalidKey() {
+        String repeated = "{\"orderId\":\"A-17\",\"lineNo\":3,\"lineNo\":4}";
+
+        assertThatThrownBy(() -> template("order-{/orderId}-{/lineNo}").extract(message(Map.of(), repeated)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Payload repeats the name \"lineNo\" in the payload's top-level object");
+        assertThatThrownBy(() -> template("{/items/0}|{/items/0/sku}")
+                .extract(message(Map.of(), "{\"items\":[{\"sku\":\"X\",\"sku\":\"Y\"}]}")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Payload repeats a name in an object inside the value at /items/0");
+    }
+
+    @Test
     void payloadThatIsNotJsonIsAnInvalidKey() {
         assertThatThrownBy(() -> template("{header:tenant}:{/orderId}")
                 .extract(message(Map.of("tenant", "acme"), "not json")))

@@ -1,5 +1,6 @@
 package dev.idem.store.jdbc;
 
+import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoredKey;
 import java.nio.ByteBuffer;
 import java.sql.DatabaseMetaData;
@@ -41,8 +42,8 @@ abstract class Dialect {
     static final int CLAIMED = 1;
     static final int COMPLETED = 2;
 
-    /** The longest namespace, in UTF-8 bytes, the table holds. */
-    static final int MAX_NAMESPACE_BYTES = 255;
+    /** The longest namespace, in UTF-8 bytes, the table holds: what the runtime may hand a store. */
+    static final int MAX_NAMESPACE_BYTES = StoreKey.MAX_NAMESPACE_BYTES;
 
     /** The columns every dialect's table has, in DDL order; {@code schema: validate} checks them. */
     static final List<String> COLUMNS = List.of("namespace", "id", "state", "token", "attempts", "fingerprint",

@@ -16,7 +16,10 @@ final class Claim {
     private long token;
     /** The store's attempt number of the claim: 1 for a fresh key, more after takeovers. */
     private int storeAttempt = 1;
-    /** Taken over after a lease ran out: its start is recorded and it runs alone. */
+    /**
+     * Taken over after a lease ran out, or ran out of memory beside other runs ({@link #isolate}): its start is
+     * recorded and it runs alone.
+     */
     private boolean suspect;
     /** The store's count of recorded starts, for a suspect; 0 otherwise. */
     private int startsRecorded;
@@ -48,6 +51,15 @@ final class Claim {
     void lost() {
         held = false;
         leaseLost = true;
+    }
+
+    /**
+     * A run failed in a way that may have been another run's doing (out of memory while other handlers ran): from
+     * now on, as a suspect, it runs alone and its starts are recorded, so its failures are its own, and a run that
+     * takes the process down is counted against {@code max-deliveries}.
+     */
+    void isolate() {
+        suspect = true;
     }
 
     /** The lease keeper could not keep the lease: another consumer took it over while this one still ran. */

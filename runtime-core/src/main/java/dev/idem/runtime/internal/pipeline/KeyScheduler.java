@@ -362,8 +362,9 @@ final class KeyScheduler {
         try {
             return runner.run(head, alone);
         } catch (Throwable t) {
-            // Out of memory, typically: hand the message back unfinished and keep the worker, as the
-            // pool's size is the pipeline's concurrency.
+            // A failure of the runtime's own code around the run (a handler's failures, out of memory included,
+            // are the run's, see RunStrategy.retryOrGiveUp): hand the message back unfinished and keep the worker,
+            // as the pool's size is the pipeline's concurrency.
             log.error("A pipeline worker failed on {}; handing it back", head.describe(), t);
             try {
                 runner.handBack(head);

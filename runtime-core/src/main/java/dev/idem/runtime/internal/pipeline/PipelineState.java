@@ -23,6 +23,7 @@ final class PipelineState {
     final String namespace;
     final MessageHandler handler;
     final LongSupplier ticker;
+    /** The handler's {@code context.logger()}: SLF4J logger {@code idem.handler.<name>}. */
     final System.Logger handlerLogger;
     /** Spans of the deliveries; {@link MessageTracing#OFF} unless the runtime was given OpenTelemetry. */
     final MessageTracing tracing;
@@ -38,7 +39,7 @@ final class PipelineState {
         this.handler = handler;
         this.ticker = ticker;
         this.tracing = tracing;
-        this.handlerLogger = System.getLogger("idem.handler." + config.name());
+        this.handlerLogger = HandlerLogger.of(config.name());
     }
 
     /** The watermark a sequenced work's completion raises; {@code null} without the sequence guard. */

@@ -75,10 +75,9 @@ abstract class RunStrategy {
             w.run.end();
             metrics.handler.record(s.now() - start, TimeUnit.NANOSECONDS);
         }
-        if (failure instanceof VirtualMachineError vme && !(vme instanceof StackOverflowError)) {
-            // The JVM itself is in trouble (out of memory): not the message's failure, so not counted against it.
-            throw vme;
-        }
+        // Every failure of the run is the run's, an OutOfMemoryError included: the allocation that failed never
+        // happened and the handler's stack is gone, so the heap is usually fine again. retryOrGiveUp makes sure
+        // such a failure counts only for a run that ran alone.
         return failure;
     }
 
@@ -93,12 +92,25 @@ abstract class RunStrategy {
 
     /**
      * After a failed run: parks the key for the back-off if another run is allowed, hands the work back
-     * if the pipeline is aborting; {@code null} when the failure is final.
+     * if the pipeline is aborting, sends a run that ran out of memory beside others to run again alone;
+     * {@code null} when the failure is final.
      */
     Step retryOrGiveUp(Work w, Throwable failure) {
         if (s.aborting()) {
             settle.abandon(w);
             return Step.HANDED_BACK;
+        }
+        if (failure instanceof OutOfMemoryError && !w.claim.suspect() && !w.claim.leaseLost()) {
+            // Other handlers ran beside it and shared the heap: the memory may have been theirs. Never final here,
+            // whatever retry.max-attempts says: it runs again alone, as a suspect (its start recorded, nothing else
+            // of the pipeline running), where running out of memory is its own failure, retried and then
+            // dead-lettered like any other; and if that run takes the process down, max-deliveries counts it.
+            w.claim.isolate();
+            outcomes.retried.count(w);
+            log.warn("Pipeline '{}': {} ran out of memory on run {} ({}) while other messages may have run; it runs"
+                    + " again alone, where running out of memory counts as its own failure", s.name, w.describe(),
+                    w.run.count, failure.toString());
+            return Step.ISOLATE;
         }
         RetryPolicy retry = s.config.retry();
         if (failure instanceof NonRetryableException || w.run.count >= retry.maxAttempts() || w.claim.leaseLost()) {

@@ -154,7 +154,8 @@ final class Sequences {
 
     /**
      * An event numbered past the next one, under {@code gaps: wait}: set aside until the gap timeout, then
-     * dead-lettered. {@code watermark} is -1 when the store did not say (transactional mode).
+     * dead-lettered. {@code watermark} is -1 when the store did not say (transactional mode: the run's transaction
+     * saw the gap); then it is read here before dead-lettering, so that the dead letter names the missing numbers.
      */
     Step gap(Work w, long watermark) {
         long now = s.now();
@@ -166,8 +167,19 @@ final class Sequences {
         if (left > 0) {
             return Step.setAside(left);
         }
-        String missing = watermark < 0 ? "the numbers before " + w.sequenceNumber
-                : watermark + 1 == w.sequenceNumber - 1 ? "number " + (watermark + 1)
+        if (watermark < 0) {
+            Long read = store.watermark(w, w.aggregate);
+            if (read == null) {
+                settle.retryLater(w, StoreCalls.BACKOFF_MAX, outcomes.storeUnavailable);
+                return Step.HANDED_BACK;
+            }
+            if (read >= w.sequenceNumber - 1) {
+                // The gap closed since the transaction saw it: run again, the transaction runs it or finds it stale.
+                return Step.park(0);
+            }
+            watermark = read;
+        }
+        String missing = watermark + 1 == w.sequenceNumber - 1 ? "number " + (watermark + 1)
                 : "numbers " + (watermark + 1) + " to " + (w.sequenceNumber - 1);
         String detail = "event " + w.sequenceNumber + " of aggregate '" + LogSafe.text(w.aggregate.id())
                 + "' waited " + ConfigKey.formatDuration(policy.gapTimeout()) + " (sequence.gap-timeout) for " + missing

@@ -84,6 +84,22 @@ class BusinessGuardsTest {
     }
 
     @Test
+    void anAggregateFromAPayloadThatRepeatsItsNameIsAnInvalidSequence() {
+        IdemRuntime runtime = harness.start(config(SEQUENCE), recordingSequence());
+        harness.broker.publish(QUEUE, new OutboundMessage(null, null, Map.of("message-id", "e-1", "event-seq", "1"),
+                "{\"account\":\"a\",\"account\":\"b\"}".getBytes(StandardCharsets.UTF_8)));
+        publishEvent("b", 1);
+
+        InboundMessage dead = awaitDeadLetters(1).get(0);
+        assertThat(dead.headers()).containsEntry("message-id", "e-1")
+                .containsEntry(InMemoryBroker.DEAD_LETTER_CAUSE, "invalid-sequence");
+        assertThat(dead.headers().get(InMemoryBroker.DEAD_LETTER_DETAIL)).startsWith("the sequence could not be read:"
+                + " Payload repeats the name \"account\" in the payload's top-level object");
+        await().until(() -> count(runtime, "processed") == 1);
+        assertThat(applied).containsOnlyKeys("b");
+    }
+
+    @Test
     void shuffledEventsRunInSequenceOncePerAggregateAndStaleOnesAreCountedNotRun() {
         IdemRuntime runtime = harness.start(config("concurrency: 8\n" + SEQUENCE), recordingSequence());
         Random random = new Random(7);

@@ -217,6 +217,60 @@ class SequencesTest {
         assertThat(delivery(w).deadLetter.detail()).contains("for numbers 3 to 5,");
     }
 
+    /**
+     * Regression: in transactional mode the run's transaction sees the gap and says only that (watermark -1); the
+     * dead letter said "the numbers before 6". The watermark is read before dead-lettering, to name them.
+     */
+    @Test
+    void aGapSeenByATransactionNamesTheMissingNumbersFromTheStoresWatermark() {
+        sequences("");
+        f.watermark("acc-1", 2);
+        Work w = claimedEvent("acc-1", 6);
+        Work single = claimedEvent("acc-2", 3);
+        f.watermark("acc-2", 1);
+
+        assertThat(sequences.gap(w, -1).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+        assertThat(sequences.gap(single, -1).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+        f.ticker.advance(Duration.ofSeconds(10));
+        assertThat(sequences.gap(w, -1)).isEqualTo(Step.NEXT);
+        assertThat(sequences.gap(single, -1)).isEqualTo(Step.NEXT);
+
+        assertThat(delivery(w).settlements).containsExactly("deadLetter(sequence-gap)");
+        assertThat(delivery(w).deadLetter.detail()).isEqualTo("event 6 of aggregate 'acc-1' waited 10s"
+                + " (sequence.gap-timeout) for numbers 3 to 5, which did not come");
+        assertThat(delivery(single).deadLetter.detail()).contains("for number 2,");
+    }
+
+    @Test
+    void aGapSeenByATransactionThatClosedSinceRunsAgainRatherThanBeingDeadLettered() {
+        sequences("");
+        f.watermark("acc-1", 2);
+        Work w = claimedEvent("acc-1", 4);
+        sequences.gap(w, -1);
+
+        f.watermark("acc-1", 3);
+        f.ticker.advance(Duration.ofSeconds(10));
+        assertThat(sequences.gap(w, -1)).isEqualTo(Step.park(0));
+
+        assertThat(delivery(w).settled()).isFalse();
+        assertThat(w.claim.held()).isTrue();
+    }
+
+    @Test
+    void aGapSeenByATransactionWhoseWatermarkCannotBeReadIsHandedBackNotDeadLettered() {
+        sequences("");
+        Work w = claimedEvent("acc-1", 4);
+        sequences.gap(w, -1);
+        f.ticker.advance(Duration.ofSeconds(10));
+        f.store.fail("watermark", 1);
+
+        assertThat(sequences.gap(w, -1)).isEqualTo(Step.HANDED_BACK);
+
+        assertThat(delivery(w).settlements).containsExactly("retryLater(" + StoreCalls.BACKOFF_MAX + ")");
+        assertThat(f.count("store-unavailable")).isEqualTo(1);
+        assertThat(f.count("dead-lettered")).isZero();
+    }
+
     @Test
     void aLaterNumberRunsAtOnceWhenGapsAreAccepted() {
         sequences("  gaps: accept\n");
