@@ -58,6 +58,30 @@ final class Claims {
         return store.claim(requests);
     }
 
+    /**
+     * What to do with a copy of a key this pipeline holds live now, instead of claiming it: follow the holder (same
+     * payload: acked as a duplicate when the holder is acked, handed back with it otherwise), or wait and ask again
+     * later ({@link Verdict#DEFER}, another payload under the held key). Never claim it: while the holder's completion
+     * waits for a store slower than the lease (an outage, replies arriving late), the holder's lease may have run
+     * out, and the store would then answer this copy {@code ACQUIRED}, a takeover of the holder's own claim, and run
+     * the handler a second time. {@code null} when this pipeline holds no live claim of the key.
+     */
+    Verdict heldHere(Work w) {
+        Work holder = inFlight.holder(w.key);
+        if (holder == null || holder == w || holder.isSettled()) {
+            return null;
+        }
+        if (Objects.equals(holder.fingerprint, w.fingerprint)) {
+            // Refused only when the holder settled meanwhile: then the key is free to claim.
+            return holder.addFollower(w) ? Verdict.DONE : null;
+        }
+        if (w.claim.deferrals() == 0) {
+            outcomes.deferred.count(w);
+        }
+        w.claim.deferUntil(s.now() + (RECHECK_FIRST_NANOS << Math.min(w.claim.deferrals(), 20)));
+        return Verdict.DEFER;
+    }
+
     /** Acts on one claim result. */
     Verdict apply(Work w, ClaimResult result, boolean mayRecheck) {
         if (result instanceof ClaimResult.Acquired acquired) {

@@ -123,6 +123,12 @@ final class Intake {
                         continue;
                     }
                 }
+                // A copy of a key this pipeline holds from an earlier batch follows or waits for that holder.
+                Claims.Verdict local = claims.heldHere(w);
+                if (local != null) {
+                    w.dispatched = local == Claims.Verdict.DEFER;
+                    continue;
+                }
                 requests.add(claims.request(w));
                 claiming.add(w);
             } else if (w.rejectCause == null) {

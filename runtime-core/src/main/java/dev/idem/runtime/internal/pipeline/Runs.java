@@ -152,6 +152,13 @@ final class Runs implements KeyScheduler.Runner {
 
     /** A deferred work's claim, asked again once the other owner's lease ended; null to go on and run. */
     private Step claimAgain(Work w) {
+        Claims.Verdict local = claims.heldHere(w);
+        if (local == Claims.Verdict.DONE) {
+            return Step.NEXT;
+        }
+        if (local == Claims.Verdict.DEFER) {
+            return Step.park(w.claim.deferredUntil() - s.now());
+        }
         List<ClaimResult> results = claims.claim(List.of(claims.request(w)));
         if (results == null) {
             settle.retryLater(w, StoreCalls.BACKOFF_MAX, outcomes.storeUnavailable);

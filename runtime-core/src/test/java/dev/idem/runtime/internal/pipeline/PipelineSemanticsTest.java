@@ -601,6 +601,34 @@ class PipelineSemanticsTest {
     }
 
     /**
+     * A completion the store answers only after the claim's lease ran out (a slow store, replies arriving late):
+     * meanwhile a second copy of the key arrives. The store would grant it the key, the lease being over, and the
+     * handler would run twice; the pipeline does not ask, since it holds the key itself: the copy follows its holder
+     * and is acked as a duplicate once the holder completes.
+     */
+    @Test
+    void aCopyOfAKeyWhoseCompletionOutlivesTheLeaseFollowsItsHolderAndRunsNothingTwice() throws Exception {
+        FreezableStore slow = new FreezableStore(harness.store);
+        CountDownLatch completing = slow.holdCompletions();
+        IdemRuntime runtime = harness.start(config("concurrency: 2\nordering: none\nlease: 2s\ncommit.batch-size: 1"),
+                counting(), slow, new SimpleMeterRegistry());
+        harness.publish("m-0", "p0");
+        assertThat(completing.await(10, TimeUnit.SECONDS)).as("m-0's completion reached the store").isTrue();
+        harness.ticker.advance(Duration.ofSeconds(3));
+
+        harness.publish("m-0", "p0");
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.broker.depth(QUEUE) == 0);
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(10)).until(() -> runsOf("m-0") == 1);
+        slow.releaseCompletions();
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.broker.unsettled(QUEUE) == 0);
+        assertThat(runsOf("m-0")).isEqualTo(1);
+        assertThat(count(runtime, "processed")).isEqualTo(1);
+        assertThat(count(runtime, "duplicate")).isEqualTo(1);
+        assertThat(count(runtime, "lease-lost")).isZero();
+    }
+
+    /**
      * A stop while the store is down: the completion waits until the stop's deadline, then gives up, and the
      * message goes back unacked, never acked without its completion. It runs again once its lease ends: the honest
      * window of a stop during an outage.
@@ -679,6 +707,8 @@ class PipelineSemanticsTest {
     static final class FreezableStore implements DedupStore {
         private final DedupStore delegate;
         private final AtomicInteger failedCalls = new AtomicInteger();
+        private final CountDownLatch completionsReleased = new CountDownLatch(1);
+        private volatile CountDownLatch completionsHeld;
         private volatile boolean frozen;
 
         FreezableStore(DedupStore delegate) {
@@ -700,6 +730,19 @@ class PipelineSemanticsTest {
             }
         }
 
+        /**
+         * Holds every completion until {@link #releaseCompletions}, as a store whose replies come late; the latch
+         * returned opens when the first one arrives.
+         */
+        CountDownLatch holdCompletions() {
+            completionsHeld = new CountDownLatch(1);
+            return completionsHeld;
+        }
+
+        void releaseCompletions() {
+            completionsReleased.countDown();
+        }
+
         /** Calls refused while frozen. */
         int failedCalls() {
             return failedCalls.get();
@@ -714,6 +757,16 @@ class PipelineSemanticsTest {
         @Override
         public boolean complete(StoreKey key, long token, Duration retention) {
             check();
+            CountDownLatch held = completionsHeld;
+            if (held != null) {
+                held.countDown();
+                try {
+                    completionsReleased.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new StoreException("interrupted while the test held the completion", true);
+                }
+            }
             return delegate.complete(key, token, retention);
         }
 
