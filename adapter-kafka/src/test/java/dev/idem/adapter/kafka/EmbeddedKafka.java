@@ -68,6 +68,20 @@ public final class EmbeddedKafka implements AutoCloseable {
 
     /** Formats a fresh data directory and starts a broker on it; the caller closes it. */
     public static EmbeddedKafka start() {
+        return start(null, 0, null);
+    }
+
+    /**
+     * A broker as {@link #start()} makes, with one more listener, {@code name}, on {@code 127.0.0.1:port},
+     * advertised as {@code advertised} ({@code host:port}): a client that bootstraps there is told to connect to
+     * {@code advertised} for everything, e.g. a proxy in front of {@code port}, while {@link #bootstrapServers()}
+     * and the admin client stay on the direct listener. The caller closes it.
+     */
+    public static EmbeddedKafka startWithListener(String name, int port, String advertised) {
+        return start(name, port, advertised);
+    }
+
+    private static EmbeddedKafka start(String extraListener, int extraPort, String extraAdvertised) {
         try {
             Path dir = Files.createTempDirectory("idem-kafka-");
             int port = freePort();
@@ -76,11 +90,14 @@ public final class EmbeddedKafka implements AutoCloseable {
             p.put("process.roles", "broker,controller");
             p.put("node.id", "1");
             p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
-            p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort);
-            p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
+            String extra = extraListener == null ? "" : "," + extraListener + "://127.0.0.1:" + extraPort;
+            p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort + extra);
+            p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port
+                    + (extraListener == null ? "" : "," + extraListener + "://" + extraAdvertised));
             p.put("controller.listener.names", "CONTROLLER");
             p.put("inter.broker.listener.name", "PLAINTEXT");
-            p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+            p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                    + (extraListener == null ? "" : "," + extraListener + ":PLAINTEXT"));
             p.put("log.dirs", dir.resolve("data").toString());
             p.put("num.partitions", "1");
             p.put("offsets.topic.replication.factor", "1");
@@ -207,7 +224,8 @@ public final class EmbeddedKafka implements AutoCloseable {
         }
     }
 
-    private static int freePort() throws IOException {
+    /** A port of 127.0.0.1 free right now, for a listener of {@link #startWithListener}. */
+    public static int freePort() throws IOException {
         try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             socket.setReuseAddress(true);
             return socket.getLocalPort();
