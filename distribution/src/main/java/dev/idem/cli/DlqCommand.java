@@ -43,6 +43,10 @@ final class DlqCommand implements Callable<Integer> {
                             + " held at the start, after --limit moves, or when none came for --idle. On Kafka the"
                             + " dead letters stay in the topic: the reader group idem-dlq-replay-<pipeline> moves"
                             + " past them.",
+                    "With --aggregate ID (a pipeline with a sequence guard), only the dead letters of that aggregate"
+                            + " move, once the read ended, lowest sequence number first, so that the guard sees them in"
+                            + " order; the first failure stops the moves. It heals an aggregate blocked by a"
+                            + " sequence-gap dead letter (idem.sequence.blocked).",
                     "Prints a line per dead letter; control characters and backslashes in IDs and reasons are printed"
                             + " as backslash escapes (\\n, \\u001b, \\\\), as 'idem store list' prints IDs.",
                     "Exit 0, or 1 when a dead letter could not be moved (it stays)."})
@@ -64,6 +68,15 @@ final class DlqCommand implements Callable<Integer> {
                 description = "Move only the dead letter with this idempotency key or message ID; repeatable.")
         List<String> ids = new ArrayList<>();
 
+        @Option(names = "--aggregate", paramLabel = "ID",
+                description = "Move only the dead letters of this aggregate (the pipeline's sequence.aggregate),"
+                        + " lowest sequence number first.")
+        String aggregate;
+
+        @Option(names = "--cause", paramLabel = "CAUSE",
+                description = "Move only dead letters with this cause (sequence-gap, handler-failed, ...).")
+        String cause;
+
         @Option(names = "--dry-run", description = "List what would move; move nothing.")
         boolean dryRun;
 
@@ -83,7 +96,14 @@ final class DlqCommand implements Callable<Integer> {
                 throw new Main.UsageError("Pipeline '" + p.name() + "' dead-letters to its own source '"
                         + p.source() + "': there is nothing to move back");
             }
+            if (aggregate != null && p.sequence() == null) {
+                throw new Main.UsageError("--aggregate picks the dead letters of one aggregate of the sequence guard,"
+                        + " and pipeline '" + p.name() + "' has none (pipelines." + p.name() + ".sequence)");
+            }
             Function<InboundMessage, String> keys = keys(registry, p.idExtractors());
+            DlqReplay.Sequence sequence = p.sequence() == null ? null
+                    : new DlqReplay.Sequence(keys(registry, p.sequence().aggregate()),
+                            keys(registry, p.sequence().number()));
             try (BrokerAdapter broker = registry.createBroker(config.broker().type(), config.broker().config())) {
                 String deadLetters = p.deadLetter() != null ? p.deadLetter()
                         : broker.defaultDeadLetterDestination(p.source());
@@ -98,7 +118,7 @@ final class DlqCommand implements Callable<Integer> {
                             + "': there is nothing to move back");
                 }
                 DlqReplay.Report report = new DlqReplay(broker,
-                        new DlqReplay.Target(p.name(), p.source(), deadLetters), options, keys, out).run();
+                        new DlqReplay.Target(p.name(), p.source(), deadLetters), options, keys, sequence, out).run();
                 return report.ok() ? Main.OK : Main.FAILED;
             }
         }
@@ -117,7 +137,13 @@ final class DlqCommand implements Callable<Integer> {
             if (idleTime.compareTo(Duration.ofMillis(100)) < 0) {
                 throw new Main.UsageError("--idle must be at least 100ms: " + idle);
             }
-            return new DlqReplay.Options(limit, new LinkedHashSet<>(ids), dryRun, idleTime);
+            if (aggregate != null && aggregate.isEmpty()) {
+                throw new Main.UsageError("--aggregate needs an aggregate ID");
+            }
+            if (cause != null && cause.isBlank()) {
+                throw new Main.UsageError("--cause needs a cause, such as sequence-gap");
+            }
+            return new DlqReplay.Options(limit, new LinkedHashSet<>(ids), dryRun, idleTime, aggregate, cause);
         }
 
         /** @throws Main.UsageError when the pipeline is not declared, or not named among several */
@@ -137,7 +163,11 @@ final class DlqCommand implements Callable<Integer> {
             return p;
         }
 
-        /** The pipeline's idempotency key of a message, through its extractor chain: the first key found wins. */
+        /**
+         * The first value an extractor chain finds in a message, as the runtime reads it: the idempotency key ({@code
+         * id}), or the sequence guard's aggregate or number; built through the plugin registry as the runtime builds
+         * them.
+         */
         private static Function<InboundMessage, String> keys(PluginRegistry registry, List<PluginSection> chain) {
             List<IdExtractor> extractors = new ArrayList<>();
             for (PluginSection section : chain) {

@@ -15,9 +15,12 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -45,6 +48,11 @@ import java.util.function.Function;
  * run; or when nothing came for the idle time. A dead letter whose message this run already moved (the handler still
  * fails and dead-lettered the copy again) is left in place, so a run never loops; a message is known by its key,
  * headers and payload, as the broker's message ID need not be unique (AMQP's is the publisher's).
+ *
+ * <p>With {@code --aggregate} (a pipeline with the sequence guard), the dead letters of that aggregate (found by the
+ * pipeline's {@code sequence.aggregate} extractors, on the message as the pipeline received it) are only gathered while
+ * reading; once the read ended they move lowest {@code sequence.number} first, so that the guard sees them in order,
+ * and a failure stops the moves, so that none moves before an earlier one. The others stay where they are.
  *
  * <p>Single-threaded: the adapter's threads only queue deliveries; this one settles them in order.
  */
@@ -107,18 +115,39 @@ final class DlqReplay {
      * @param ids move only dead letters with one of these idempotency keys or message IDs; empty for all
      * @param dryRun list what would move and move nothing
      * @param idle stop when nothing came for this long
+     * @param aggregate move only the dead letters of this aggregate of the sequence guard, in sequence order; or
+     *        {@code null}
+     * @param cause move only dead letters with this cause ({@code sequence-gap}, ...); or {@code null}
      */
-    record Options(Integer limit, Set<String> ids, boolean dryRun, Duration idle) {
+    record Options(Integer limit, Set<String> ids, boolean dryRun, Duration idle, String aggregate, String cause) {
         Options {
             ids = Set.copyOf(ids);
         }
+
+        Options(Integer limit, Set<String> ids, boolean dryRun, Duration idle) {
+            this(limit, ids, dryRun, idle, null, null);
+        }
+    }
+
+    /**
+     * The pipeline's sequence guard, as the runtime reads it: each function is an extractor chain ({@code
+     * sequence.aggregate}, {@code sequence.number}) applied to a message as the pipeline received it, the first value
+     * found winning; {@code null} when none is found. Either may throw for a message it cannot read.
+     */
+    record Sequence(Function<InboundMessage, String> aggregate, Function<InboundMessage, String> number) {
+    }
+
+    /** A dead letter of the aggregate, gathered while reading, moved once the read ended. */
+    private record Gathered(Delivery delivery, long number) {
     }
 
     /**
      * What a run did.
      *
      * @param moved dead letters moved (in a dry run: that would move)
-     * @param skipped dead letters left in place: of another pipeline, not matching {@code --id}, or moved already
+     * @param skipped dead letters left in place: of another pipeline, not matching {@code --id}, {@code --cause} or
+     *        {@code --aggregate} (or without a sequence number), moved already, or not moved after a failure or past
+     *        {@code --limit} (with {@code --aggregate})
      * @param failed dead letters that could not be moved (they stay)
      * @param incomplete whether the run stopped before it read what the destination held: a failure the broker may
      *        recover from, or none of the dead letters the adapter counted came
@@ -133,13 +162,22 @@ final class DlqReplay {
     private final Target target;
     private final Options options;
     private final Function<InboundMessage, String> keys;
+    /** The pipeline's sequence guard; {@code null} without one. */
+    private final Sequence sequence;
     private final PrintWriter out;
 
     private int moved;
     private int failed;
     private int otherPipeline;
     private int notMatching;
+    private int otherCause;
+    private int otherAggregate;
+    private int withoutNumber;
+    /** Dead letters of the aggregate not moved: behind a failure, or past {@code --limit}. */
+    private int notMoved;
     private int again;
+    /** With {@code --aggregate}: its dead letters, in the order read. */
+    private final List<Gathered> gathered = new ArrayList<>();
     private boolean retained;
     private String stopped;
     private boolean incomplete;
@@ -154,10 +192,23 @@ final class DlqReplay {
      */
     DlqReplay(BrokerAdapter broker, Target target, Options options, Function<InboundMessage, String> keys,
             PrintWriter out) {
+        this(broker, target, options, keys, null, out);
+    }
+
+    /**
+     * @param keys the pipeline's idempotency key of a message as it was before it was dead-lettered, or {@code null}
+     * @param sequence the pipeline's sequence guard, needed for {@link Options#aggregate()}; or {@code null}
+     */
+    DlqReplay(BrokerAdapter broker, Target target, Options options, Function<InboundMessage, String> keys,
+            Sequence sequence, PrintWriter out) {
+        if (options.aggregate() != null && sequence == null) {
+            throw new IllegalArgumentException("--aggregate needs the pipeline's sequence guard");
+        }
         this.broker = broker;
         this.target = target;
         this.options = options;
         this.keys = keys;
+        this.sequence = sequence;
         this.out = out;
     }
 
@@ -194,6 +245,7 @@ final class DlqReplay {
         try {
             subscription = broker.subscribeDeadLetters(request, received::addAll);
             read(received, expected);
+            moveGathered();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             stopped = "interrupted";
@@ -214,7 +266,7 @@ final class DlqReplay {
                 }
             }
         }
-        int skipped = otherPipeline + notMatching + again;
+        int skipped = otherPipeline + notMatching + otherCause + otherAggregate + withoutNumber + notMoved + again;
         summary(skipped);
         return new Report(moved, skipped, failed, incomplete);
     }
@@ -274,7 +326,7 @@ final class DlqReplay {
     }
 
     /**
-     * Moves, lists or leaves one dead letter.
+     * Moves, lists or leaves one dead letter; with {@code --aggregate}, gathers one of the aggregate instead.
      *
      * @return false to stop: publishing failed in a way the broker may recover from, so the next would fail too
      */
@@ -301,6 +353,98 @@ final class DlqReplay {
             notMatching++;
             return true;
         }
+        if (options.cause() != null && !options.cause().equals(m.headers().get(DeadLetterReason.HEADER_CAUSE))) {
+            otherCause++;
+            return true;
+        }
+        if (options.aggregate() != null) {
+            gather(d, before, label);
+            return true;
+        }
+        return move(d, label, null);
+    }
+
+    /** Keeps a dead letter of the aggregate, with its sequence number, for {@link #moveGathered}; leaves the others. */
+    private void gather(Delivery d, InboundMessage before, String label) {
+        if (!options.aggregate().equals(extract(sequence.aggregate(), before))) {
+            otherAggregate++;
+            return;
+        }
+        String text = extract(sequence.number(), before);
+        long number = text == null ? -1 : sequenceNumber(text);
+        if (number < 1) {
+            withoutNumber++;
+            line("left", label, "no sequence number the pipeline's sequence.number extractors can read"
+                    + (text == null ? "" : " ('" + (text.length() > 40 ? text.substring(0, 40) + "..." : text) + "')")
+                    + "; left in place");
+            return;
+        }
+        gathered.add(new Gathered(d, number));
+    }
+
+    /**
+     * With {@code --aggregate}, once the read ended: moves (lists, in a dry run) the aggregate's dead letters lowest
+     * sequence number first (those of one number in the order read), up to {@code --limit}. The first failure stops
+     * the moves, so that no dead letter moves before an earlier one; what is not moved stays.
+     */
+    private void moveGathered() {
+        if (gathered.isEmpty() || shutdown) {
+            notMoved += gathered.size();
+            return;
+        }
+        gathered.sort(Comparator.comparingLong(Gathered::number));
+        int count = options.limit() == null ? gathered.size() : Math.min(options.limit(), gathered.size());
+        long first = gathered.get(0).number();
+        long last = gathered.get(count - 1).number();
+        out.printf("%s %d dead %s of aggregate '%s' in sequence order (%s)%s.%n",
+                options.dryRun() ? "Would move" : "Moving", count, count == 1 ? "letter" : "letters",
+                StoreCommand.escape(options.aggregate()), first == last ? "number " + first
+                        : "numbers " + first + " to " + last,
+                count < gathered.size() ? "; --limit " + options.limit() + " leaves " + (gathered.size() - count)
+                        + " in place" : "");
+        out.flush();
+        int i = 0;
+        boolean cut = false;
+        while (i < count && !cut) {
+            if (shutdown) {
+                stopped = "stopped by a signal";
+                incomplete = true;
+                cut = true;
+                break;
+            }
+            Gathered g = gathered.get(i++);
+            int failedBefore = failed;
+            boolean go = move(g.delivery(), label(g.delivery()), g.number());
+            if (!go || failed > failedBefore) {
+                cut = true;
+                if (go) {
+                    stopped = "stopped at the first failure, so that no later dead letter of the aggregate moves"
+                            + " before it";
+                }
+            }
+        }
+        if (!cut && count < gathered.size()) {
+            stopped = "--limit " + options.limit() + " reached";
+        }
+        notMoved += gathered.size() - i;
+    }
+
+    private String label(Delivery d) {
+        InboundMessage m = d.message();
+        Map<String, String> original = originalHeaders(m.headers());
+        return label(key(asBeforeDeadLettering(m, original)), m, original);
+    }
+
+    /**
+     * Moves (lists, in a dry run) one dead letter, or leaves it when this run moved the same message already.
+     *
+     * @param number its sequence number, printed before its reason; or {@code null}
+     * @return false to stop: publishing failed in a way the broker may recover from, so the next would fail too
+     */
+    private boolean move(Delivery d, String label, Long number) {
+        InboundMessage m = d.message();
+        Map<String, String> original = originalHeaders(m.headers());
+        String why = number == null ? reason(m.headers()) : "number " + number + ", " + reason(m.headers());
         String fingerprint = fingerprint(m.orderingKey(), original, m.payload());
         if (movedMessages.contains(fingerprint)) {
             again++;
@@ -311,7 +455,7 @@ final class DlqReplay {
         if (options.dryRun()) {
             moved++;
             movedMessages.add(fingerprint);
-            line("would move", label, reason(m.headers()));
+            line("would move", label, why);
             return true;
         }
         // The broker's own ordering key is the message's key (Kafka record key, JMS group); an AMQP routing key
@@ -340,7 +484,7 @@ final class DlqReplay {
         }
         moved++;
         movedMessages.add(fingerprint);
-        line("moved", label, reason(m.headers()));
+        line("moved", label, why);
         return true;
     }
 
@@ -359,6 +503,33 @@ final class DlqReplay {
     private InboundMessage asBeforeDeadLettering(InboundMessage m, Map<String, String> original) {
         return new InboundMessage(target.source(), null, m.orderingKey(), original, m.payload(),
                 m.headers().get(DeadLetterReason.ORIGIN_MESSAGE_ID), false, 0, m.orderingKey());
+    }
+
+    /** The first value {@code chain} finds in {@code message}, or {@code null} (also when it cannot read it). */
+    private static String extract(Function<InboundMessage, String> chain, InboundMessage message) {
+        try {
+            String value = chain.apply(message);
+            return value == null || value.isEmpty() ? null : value;
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * A sequence number as the runtime's guard reads it: plain decimal digits (blanks around them ignored) from 1 to
+     * {@link Long#MAX_VALUE}; -1 otherwise.
+     */
+    static long sequenceNumber(String text) {
+        String t = text.strip();
+        if (t.isEmpty() || t.length() > 19 || !t.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return -1;
+        }
+        try {
+            long n = Long.parseLong(t);
+            return n < 1 ? -1 : n;
+        } catch (NumberFormatException e) {
+            return -1;
+        }
     }
 
     private String key(InboundMessage before) {
@@ -464,6 +635,10 @@ final class DlqReplay {
             StringBuilder why = new StringBuilder();
             part(why, otherPipeline, "of other pipelines");
             part(why, notMatching, "not matching --id");
+            part(why, otherCause, "not matching --cause");
+            part(why, otherAggregate, "of other aggregates");
+            part(why, withoutNumber, "without a sequence number");
+            part(why, notMoved, "of the aggregate not moved");
             part(why, again, "moved already in this run");
             s.append(" (").append(why).append(")");
         }
@@ -475,6 +650,9 @@ final class DlqReplay {
         if (options.dryRun() && !drained && moved + skipped >= DRY_RUN_NOTE) {
             out.println("A dry run lists only what the broker hands over while nothing is acknowledged (at most "
                     + WINDOW + ", fewer on ActiveMQ); more may be waiting.");
+        } else if (options.aggregate() != null && !drained && moved + skipped >= DRY_RUN_NOTE) {
+            out.println("--aggregate reads only what the broker hands over while nothing is acknowledged (at most "
+                    + WINDOW + ", fewer on ActiveMQ); more dead letters of the aggregate may be waiting behind them.");
         }
         out.flush();
     }

@@ -196,6 +196,120 @@ class DlqReplayTest {
         assertThat(output.toString()).contains("no more dead letters came within 300ms");
     }
 
+    // ------------------------------------------------------------------ --aggregate: one aggregate, in sequence order
+
+    /** The sequence guard of the pipeline: aggregate in header {@code account}, number in header {@code seq}. */
+    private static final DlqReplay.Sequence SEQUENCE = new DlqReplay.Sequence(m -> m.headers().get("account"),
+            m -> m.headers().get("seq"));
+
+    /** A dead letter of an event: message ID {@code id}, of {@code account}, numbered {@code seq}. */
+    private void deadEvent(String id, String account, String seq, String cause, String pipeline) {
+        Map<String, String> headers = new HashMap<>(Map.of("message-id", id, "account", account));
+        if (seq != null) {
+            headers.put("seq", seq);
+        }
+        headers.putAll(new DeadLetterReason(cause, "event " + seq + " waited", 0, pipeline).toHeaders());
+        memory.publish("orders.DLQ", new OutboundMessage(null, account, headers,
+                ("{\"id\":\"" + id + "\"}").getBytes(StandardCharsets.UTF_8)));
+    }
+
+    private DlqReplay.Report replayAggregate(BrokerAdapter broker, String aggregate, String cause, Integer limit,
+            boolean dryRun) {
+        return new DlqReplay(broker, ORDERS, new DlqReplay.Options(limit, Set.of(), dryRun, IDLE, aggregate, cause),
+                m -> m.headers().get("message-id"), SEQUENCE, new PrintWriter(output, true)).run();
+    }
+
+    /** Dead letters in the order the guard dead-lettered them, which is not their numbers' order. */
+    private void deadEventsOfTwoAccounts() {
+        deadEvent("a-5", "a", "5", "sequence-gap", "orders");
+        deadEvent("b-1", "b", "1", "sequence-gap", "orders");
+        deadEvent("a-3", "a", "3", "sequence-gap", "orders");
+        deadEvent("a-10", "a", " 10 ", "handler-failed", "orders");
+        deadEvent("a-x", "a", "x7", "invalid-sequence", "orders");
+        deadEvent("a-4", "a", "4", "sequence-gap", "orders");
+        deadEvent("r-2", "a", "2", "sequence-gap", "refunds");
+    }
+
+    @Test
+    void aggregateMovesThatAggregatesDeadLettersLowestSequenceNumberFirstAndLeavesTheOthers() {
+        deadEventsOfTwoAccounts();
+
+        DlqReplay.Report report = replayAggregate(memory, "a", null, null, false);
+
+        assertThat(report).isEqualTo(new DlqReplay.Report(4, 3, 0, false));
+        assertThat(memory.drain("orders")).extracting(m -> m.headers().get("message-id"))
+                .containsExactly("a-3", "a-4", "a-5", "a-10");
+        assertThat(memory.drain("orders.DLQ")).extracting(m -> m.headers().get("message-id"))
+                .containsExactlyInAnyOrder("b-1", "a-x", "r-2");
+        String printed = output.toString();
+        assertThat(printed).contains("Moving 4 dead letters of aggregate 'a' in sequence order (numbers 3 to 10).")
+                .contains("  moved      a-3  (number 3, sequence-gap, 0 attempts: event 3 waited)")
+                .contains("  left       a-x  (no sequence number the pipeline's sequence.number extractors can read"
+                        + " ('x7'); left in place)")
+                .contains("Moved 4 dead letters from 'orders.DLQ' to 'orders', 3 skipped (1 of other pipelines, 1 of"
+                        + " other aggregates, 1 without a sequence number), 0 failed");
+        assertThat(printed.lines().filter(line -> line.startsWith("  moved")).map(line -> line.split("\\s+")[2]))
+                .containsExactly("a-3", "a-4", "a-5", "a-10");
+    }
+
+    @Test
+    void aggregateWithCauseMovesOnlyTheGapDeadLettersAndADryRunListsThemInOrder() {
+        deadEventsOfTwoAccounts();
+
+        DlqReplay.Report dry = replayAggregate(memory, "a", "sequence-gap", null, true);
+        assertThat(dry).isEqualTo(new DlqReplay.Report(3, 4, 0, false));
+        assertThat(memory.depth("orders")).isZero();
+        assertThat(output.toString().lines().filter(line -> line.startsWith("  would move"))
+                .map(line -> line.split("\\s+")[3])).containsExactly("a-3", "a-4", "a-5");
+
+        DlqReplay.Report report = replayAggregate(memory, "a", "sequence-gap", null, false);
+
+        assertThat(report).isEqualTo(new DlqReplay.Report(3, 4, 0, false));
+        assertThat(memory.drain("orders")).extracting(m -> m.headers().get("message-id"))
+                .containsExactly("a-3", "a-4", "a-5");
+        assertThat(memory.drain("orders.DLQ")).extracting(m -> m.headers().get("message-id"))
+                .containsExactlyInAnyOrder("b-1", "a-10", "a-x", "r-2");
+        assertThat(output.toString()).contains("4 skipped (1 of other pipelines, 2 not matching --cause, 1 of other"
+                + " aggregates)");
+    }
+
+    @Test
+    void aggregateWithLimitMovesTheLowestNumbersAndLeavesTheRest() {
+        deadEventsOfTwoAccounts();
+
+        DlqReplay.Report report = replayAggregate(memory, "a", "sequence-gap", 2, false);
+
+        assertThat(report.moved()).isEqualTo(2);
+        assertThat(memory.drain("orders")).extracting(m -> m.headers().get("message-id"))
+                .containsExactly("a-3", "a-4");
+        assertThat(memory.drain("orders.DLQ")).extracting(m -> m.headers().get("message-id")).contains("a-5");
+        assertThat(output.toString()).contains("Moving 2 dead letters of aggregate 'a' in sequence order (numbers 3"
+                + " to 4); --limit 2 leaves 1 in place.").contains("1 of the aggregate not moved")
+                .contains("--limit 2 reached");
+    }
+
+    @Test
+    void aggregateStopsAtTheFirstFailureSoThatNoLaterDeadLetterMovesBeforeIt() {
+        deadEventsOfTwoAccounts();
+        BrokerAdapter refusing = new Wrapper(memory, (destination, message) -> {
+            if ("a-4".equals(message.headers().get("message-id"))) {
+                throw new BrokerException("message too large", false);
+            }
+            memory.publish(destination, message);
+        });
+
+        DlqReplay.Report report = replayAggregate(refusing, "a", "sequence-gap", null, false);
+
+        assertThat(report).isEqualTo(new DlqReplay.Report(1, 5, 1, false));
+        assertThat(memory.drain("orders")).extracting(m -> m.headers().get("message-id")).containsExactly("a-3");
+        assertThat(memory.drain("orders.DLQ")).extracting(m -> m.headers().get("message-id"))
+                .contains("a-4", "a-5");
+        assertThat(output.toString()).contains("failed     a-4  (not moved, the dead letter stays: message too large)")
+                .contains("1 of the aggregate not moved")
+                .contains("stopped at the first failure, so that no later dead letter of the aggregate moves"
+                        + " before it");
+    }
+
     /** The in-memory broker, publishing through {@code publish}. */
     private record Wrapper(BrokerAdapter broker, BiConsumer<String, OutboundMessage> publish) implements BrokerAdapter {
         @Override
@@ -281,6 +395,18 @@ class DlqReplayTest {
                 .isOneLineUsageError("No pipeline 'nosuch' in the configuration; configured: [orders, refunds, loop]");
         idem("dlq", "replay", "--config", config, "--pipeline", "loop")
                 .isOneLineUsageError("Pipeline 'loop' dead-letters to its own source 'loop': there is nothing to move");
+    }
+
+    @Test
+    void aggregateIsRefusedForAPipelineWithoutASequenceGuard() throws IOException {
+        String config = config();
+        idem("dlq", "replay", "--config", config, "--pipeline", "orders", "--aggregate", "acc-1")
+                .isOneLineUsageError("--aggregate picks the dead letters of one aggregate of the sequence guard, and"
+                        + " pipeline 'orders' has none (pipelines.orders.sequence)");
+        idem("dlq", "replay", "--config", config, "--pipeline", "orders", "--aggregate", "")
+                .isOneLineUsageError("--aggregate needs an aggregate ID");
+        idem("dlq", "replay", "--config", config, "--pipeline", "orders", "--cause", " ")
+                .isOneLineUsageError("--cause needs a cause, such as sequence-gap");
     }
 
     @Test

@@ -104,6 +104,8 @@ public final class Pipeline implements DeliveryListener {
     private final GroupCommit groupCommit;
     private final Intake intake;
     private final LeaseKeeper leaseKeeper;
+    /** The sequence guard, or {@code null}. */
+    private final Sequences sequences;
     private volatile Subscription subscription;
     private ScheduledFuture<?> keeper;
     private ScheduledFuture<?> backlogWatch;
@@ -142,7 +144,7 @@ public final class Pipeline implements DeliveryListener {
         StoreCalls storeCalls = new StoreCalls(state, store, metrics);
         Settlement settle = new Settlement(state, inFlight, outcomes, storeCalls);
         Claims claims = new Claims(state, storeCalls, inFlight, outcomes, settle);
-        Sequences sequences = config.sequence() == null ? null
+        this.sequences = config.sequence() == null ? null
                 : new Sequences(state, storeCalls, outcomes, settle, extractors.aggregate(), extractors.number());
         KeyScheduler.Running running = new KeyScheduler.Running();
         boolean plain = transactionalStore == null;
@@ -236,6 +238,9 @@ public final class Pipeline implements DeliveryListener {
             throw e;
         }
         metrics.watch(inFlight, state.ticker);
+        if (sequences != null) {
+            metrics.watchSequences(sequences);
+        }
         Subscription watched = subscription;
         backlogWatch = keeperExecutor.scheduleWithFixedDelay(() -> {
             try {

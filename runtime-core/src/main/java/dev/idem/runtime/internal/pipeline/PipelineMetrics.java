@@ -1,6 +1,7 @@
 package dev.idem.runtime.internal.pipeline;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.MultiGauge;
@@ -22,9 +23,14 @@ final class PipelineMetrics {
     static final String HANDLER_DURATION = "idem.handler.duration";
     static final String STORE_DURATION = "idem.store.duration";
     static final String EMITTED = "idem.emitted";
+    static final String STEPS = "idem.steps";
     static final String BACKLOG = "idem.backlog";
     static final String IN_FLIGHT = "idem.inflight";
     static final String OLDEST_IN_FLIGHT = "idem.inflight.oldest.age";
+    static final String SEQUENCE_WAITING = "idem.sequence.waiting";
+    static final String SEQUENCE_WAITING_AGGREGATES = "idem.sequence.waiting.aggregates";
+    static final String SEQUENCE_BLOCKED = "idem.sequence.blocked";
+    static final String SEQUENCE_BLOCKED_OVERFLOW = "idem.sequence.blocked.overflow";
 
     /** Messages handlers emitted: published in plain mode, written to the outbox in transactional mode. */
     final Counter emitted;
@@ -70,6 +76,33 @@ final class PipelineMetrics {
         backlog = MultiGauge.builder(BACKLOG)
                 .description("Messages the broker holds for the pipeline, not yet acknowledged: end minus committed"
                         + " offset per Kafka partition, ready messages per queue")
+                .tag("pipeline", pipeline).register(registry);
+    }
+
+    /**
+     * Registers the sequence guard's meters, read from {@link Sequences}, which owns what they show:
+     * {@code idem.sequence.waiting} (events set aside for a gap now), {@code idem.sequence.waiting.aggregates}
+     * (aggregates with such an event), {@code idem.sequence.blocked} (aggregates with an event dead-lettered as
+     * {@code sequence-gap} whose watermark has not reached it since: each later event of theirs will wait and be
+     * dead-lettered too, until their dead letters are replayed) and the counter
+     * {@code idem.sequence.blocked.overflow} ({@code sequence-gap} dead letters of aggregates not tracked, the
+     * blocked set being full). Only for a pipeline with the guard.
+     */
+    void watchSequences(Sequences sequences) {
+        Gauge.builder(SEQUENCE_WAITING, sequences, Sequences::waiting)
+                .description("Events set aside, waiting for the sequence numbers before them")
+                .tag("pipeline", pipeline).register(registry);
+        Gauge.builder(SEQUENCE_WAITING_AGGREGATES, sequences, Sequences::waitingAggregates)
+                .description("Aggregates with an event waiting for the sequence numbers before it")
+                .tag("pipeline", pipeline).register(registry);
+        Gauge.builder(SEQUENCE_BLOCKED, sequences, Sequences::blocked)
+                .description("Aggregates with an event dead-lettered as sequence-gap that their watermark has not"
+                        + " reached since: each later event waits sequence.gap-timeout and is dead-lettered too;"
+                        + " heal with idem dlq replay --aggregate")
+                .tag("pipeline", pipeline).register(registry);
+        FunctionCounter.builder(SEQUENCE_BLOCKED_OVERFLOW, sequences, Sequences::blockedOverflow)
+                .description("sequence-gap dead letters of aggregates not tracked in idem.sequence.blocked,"
+                        + " which holds at most " + Sequences.MAX_BLOCKED)
                 .tag("pipeline", pipeline).register(registry);
     }
 

@@ -139,6 +139,9 @@ final class TransactionalRun extends RunStrategy {
             // Rolled back; the claim, taken before the transaction, now completes the key (and raises the watermark).
             w.run.rejected = true;
             logRejected(w, failure);
+            if (w.aggregate != null) {
+                sequences.ran(w);
+            }
             return unprotected.commit(w);
         }
         if (failure == null && committed == TransactionalDedupStore.Outcome.SEQUENCE_GAP) {
@@ -148,6 +151,11 @@ final class TransactionalRun extends RunStrategy {
         if (failure == null) {
             // The committed transaction wrote the key as completed under its own token: nothing to release.
             w.claim.ended();
+            if (w.aggregate != null && (committed == TransactionalDedupStore.Outcome.COMMITTED
+                    || committed == TransactionalDedupStore.Outcome.STALE)) {
+                // The aggregate's watermark is at or past the work's number now.
+                sequences.ran(w);
+            }
             switch (committed) {
                 case COMMITTED -> {
                     if (w.run.emitted != null) {

@@ -3,6 +3,10 @@ package dev.idem.runtime.internal.pipeline;
 import static dev.idem.runtime.internal.pipeline.StageFixture.delivery;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.IdExtractor;
 import dev.idem.spi.StoreKey;
@@ -12,14 +16,18 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * {@link Sequences} on its own: finding each event's aggregate and number (or rejecting it as
  * {@code invalid-sequence}), and, before it runs, comparing its number with the aggregate's watermark in the
  * Caffeine store: stale, next, or set aside until {@code sequence.gap-timeout} and then dead-lettered as
- * {@code sequence-gap}.
+ * {@code sequence-gap}; and the bookkeeping behind its gauges: events and aggregates waiting for a gap, and
+ * aggregates blocked by a {@code sequence-gap} dead letter.
  */
 class SequencesTest {
 
@@ -46,16 +54,56 @@ class SequencesTest {
     private StageFixture f;
     private Sequences sequences;
 
+    private final Logger sequencesLog = (Logger) LoggerFactory.getLogger(Sequences.class);
+    private final ListAppender<ILoggingEvent> logged = new ListAppender<>();
+
     @AfterEach
     void close() {
-        f.close();
+        sequencesLog.detachAppender(logged);
+        if (f != null) {
+            f.close();
+        }
     }
 
     private Sequences sequences(String extra) {
+        return sequences(extra, Sequences.MAX_BLOCKED);
+    }
+
+    private Sequences sequences(String extra, int maxBlocked) {
         f = new StageFixture(SEQUENCE + extra);
         sequences = new Sequences(f.state, f.storeCalls, f.outcomes, f.settlement, List.of(AGGREGATE),
-                List.of(NUMBER));
+                List.of(NUMBER), maxBlocked);
+        f.metrics.watchSequences(sequences);
+        logged.start();
+        sequencesLog.addAppender(logged);
         return sequences;
+    }
+
+    /** {@code idem.sequence.*{pipeline=orders}} as a scrape reads it. */
+    private double gauge(String name) {
+        Gauge gauge = f.meters.find(name).tag("pipeline", "orders").gauge();
+        assertThat(gauge).as(name).isNotNull();
+        return gauge.value();
+    }
+
+    private double blockedOverflow() {
+        FunctionCounter counter = f.meters.find(PipelineMetrics.SEQUENCE_BLOCKED_OVERFLOW).tag("pipeline", "orders")
+                .functionCounter();
+        assertThat(counter).isNotNull();
+        return counter.count();
+    }
+
+    private List<String> warnings() {
+        return logged.list.stream().filter(e -> e.getLevel() == Level.WARN).map(ILoggingEvent::getFormattedMessage)
+                .filter(m -> m.contains("is blocked")).toList();
+    }
+
+    /** Sets {@code w} aside, lets its gap timeout pass and dead-letters it as {@code sequence-gap}. */
+    private void deadLetterAsGap(Work w) {
+        assertThat(sequences.check(w).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+        f.ticker.advance(Duration.ofSeconds(10));
+        assertThat(sequences.check(w)).isEqualTo(Step.NEXT);
+        assertThat(delivery(w).settlements).containsExactly("deadLetter(sequence-gap)");
     }
 
     private Work event(String aggregate, String number) {
@@ -293,5 +341,201 @@ class SequencesTest {
         assertThat(delivery(w).settlements).containsExactly("retryLater(" + StoreCalls.BACKOFF_MAX + ")");
         assertThat(f.count("store-unavailable")).isEqualTo(1);
         assertThat(w.claim.held()).as("kept until its lease ends").isTrue();
+    }
+
+    @Test
+    void theWaitingGaugesCountTheEventsSetAsideAndTheirAggregatesUntilTheyComeBack() {
+        sequences("");
+        f.watermark("acc-1", 2);
+        Work four = claimedEvent("acc-1", 4);
+        Work five = claimedEvent("acc-1", 5);
+        Work other = claimedEvent("acc-2", 3);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isZero();
+
+        for (Work w : List.of(four, five, other)) {
+            assertThat(sequences.check(w).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+        }
+        assertThat(sequences.check(four).kind()).as("again: counted once").isEqualTo(Step.Kind.SET_ASIDE);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isEqualTo(3);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING_AGGREGATES)).isEqualTo(2);
+
+        f.watermark("acc-1", 3);
+        assertThat(sequences.check(four)).as("its gap closed: it runs").isNull();
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isEqualTo(2);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING_AGGREGATES)).isEqualTo(2);
+
+        // Handed back while set aside (behind an earlier event of its aggregate, or when stopping): not counted.
+        f.settlement.abandon(other);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isEqualTo(1);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING_AGGREGATES)).isEqualTo(1);
+
+        f.ticker.advance(Duration.ofSeconds(10));
+        assertThat(sequences.check(five)).as("dead-lettered after its timeout").isEqualTo(Step.NEXT);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isZero();
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING_AGGREGATES)).isZero();
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).as("dead-lettered with the watermark at 3").isEqualTo(1);
+    }
+
+    @Test
+    void eventsSettledWhileSetAsideAreSweptSoTheBookkeepingStaysBounded() {
+        sequences("");
+        f.watermark("acc-1", 1);
+        for (int round = 0; round < 10; round++) {
+            for (int i = 0; i < 50; i++) {
+                Work w = claimedEvent("acc-" + round + "-" + i, 2 + round);
+                assertThat(sequences.check(w).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+                f.settlement.abandon(w);
+            }
+        }
+        Work stillWaiting = claimedEvent("acc-1", 3);
+        sequences.check(stillWaiting);
+
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isEqualTo(1);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING_AGGREGATES)).isEqualTo(1);
+        assertThat(sequences.setAsideHeld()).as("500 were set aside and handed back").isLessThanOrEqualTo(2 * 64 + 1);
+    }
+
+    @Test
+    void anAggregateWithAGapDeadLetterIsBlockedUntilAnEventAtOrPastItRunsAndTheFirstTimeIsLoggedWithTheCommand() {
+        sequences("");
+        f.watermark("acc-1", 2);
+        f.watermark("acc-2", 1);
+        Work four = claimedEvent("acc-1", 4);
+        deadLetterAsGap(four);
+
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(1);
+        assertThat(warnings()).containsExactly("Pipeline 'orders': aggregate 'acc-1' is blocked: its event 4 was"
+                + " dead-lettered as sequence-gap while its watermark was 2, so each later event of it will wait"
+                + " sequence.gap-timeout (10s) and be dead-lettered too. Once number 3 came (a late event runs when it"
+                + " comes) or if it is among the dead letters, heal it by replaying its dead letters in sequence"
+                + " order: idem dlq replay --pipeline orders --aggregate acc-1");
+
+        // Its later event waits for 3 and follows; still one aggregate, logged once.
+        Work five = claimedEvent("acc-1", 5);
+        deadLetterAsGap(five);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(1);
+        assertThat(warnings()).hasSize(1);
+
+        // Another aggregate's gap dead letter blocks it too; a stale event or the late 3 of acc-1 does not heal it.
+        deadLetterAsGap(claimedEvent("acc-2", 5));
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(2);
+        assertThat(warnings()).hasSize(2);
+        assertThat(warnings().get(1)).contains("aggregate 'acc-2'", "numbers 2 to 4",
+                "idem dlq replay --pipeline orders --aggregate acc-2");
+        assertThat(sequences.check(claimedEvent("acc-1", 2))).as("stale").isEqualTo(Step.NEXT);
+        assertThat(sequences.check(claimedEvent("acc-1", 3))).as("the late event runs").isNull();
+        f.watermark("acc-1", 3);
+        assertThat(sequences.check(claimedEvent("acc-1", 6)).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).as("watermark 3, dead letters up to 5").isEqualTo(2);
+
+        // The replayed dead letters run in order: 4 runs, then 5, the highest dead-lettered, unblocks it.
+        Work replayedFour = claimedEvent("acc-1", 4);
+        assertThat(sequences.check(replayedFour)).isNull();
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(2);
+        f.watermark("acc-1", 4);
+        assertThat(sequences.check(claimedEvent("acc-1", 5))).isNull();
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(1);
+
+        // A watermark read past the blocked number unblocks too (another process ran the events).
+        f.watermark("acc-2", 9);
+        assertThat(sequences.check(claimedEvent("acc-2", 7))).as("stale").isEqualTo(Step.NEXT);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isZero();
+
+        // Blocked again later: logged again.
+        f.watermark("acc-1", 5);
+        deadLetterAsGap(claimedEvent("acc-1", 8));
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(1);
+        assertThat(warnings()).hasSize(3);
+    }
+
+    @Test
+    void inTransactionalModeACommittedOrStaleEventAtOrPastTheBlockedNumberUnblocksItsAggregate() {
+        sequences("");
+        f.watermark("acc-1", 2);
+        f.watermark("acc-2", 2);
+        for (String aggregate : List.of("acc-1", "acc-2")) {
+            Work w = claimedEvent(aggregate, 5);
+            assertThat(sequences.gap(w, -1).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+            assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING_AGGREGATES)).isPositive();
+            f.ticker.advance(Duration.ofSeconds(10));
+            assertThat(sequences.gap(w, -1)).isEqualTo(Step.NEXT);
+        }
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isZero();
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(2);
+        assertThat(warnings()).hasSize(2).allSatisfy(w -> assertThat(w).contains("while its watermark was 2"));
+
+        sequences.ran(claimedEvent("acc-1", 4));
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).as("4 is below the dead-lettered 5").isEqualTo(2);
+        sequences.ran(claimedEvent("acc-1", 5));
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(1);
+        sequences.ran(claimedEvent("acc-2", 6));
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isZero();
+    }
+
+    @Test
+    void aSetAsideEventThatComesBackAndCommitsInItsTransactionWaitsNoMore() {
+        sequences("");
+        f.watermark("acc-1", 2);
+        Work w = claimedEvent("acc-1", 4);
+        assertThat(sequences.gap(w, -1).kind()).isEqualTo(Step.Kind.SET_ASIDE);
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isEqualTo(1);
+
+        sequences.ran(w);
+
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING)).isZero();
+        assertThat(gauge(PipelineMetrics.SEQUENCE_WAITING_AGGREGATES)).isZero();
+    }
+
+    @Test
+    void theBlockedSetIsCappedAndWhatOverflowsIsCounted() {
+        sequences("", 2);
+        for (String aggregate : List.of("acc-1", "acc-2", "acc-3", "acc-4")) {
+            deadLetterAsGap(claimedEvent(aggregate, 3));
+        }
+        deadLetterAsGap(claimedEvent("acc-1", 4));
+
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(2);
+        assertThat(blockedOverflow()).isEqualTo(2);
+        assertThat(sequences.blocked()).isEqualTo(2);
+        List<String> full = logged.list.stream().filter(e -> e.getLevel() == Level.WARN)
+                .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains("more than 2 aggregates")).toList();
+        assertThat(full).as("logged once").hasSize(1);
+        assertThat(full.get(0)).contains("counted in idem.sequence.blocked.overflow",
+                "idem dlq replay --pipeline orders --cause sequence-gap");
+        assertThat(warnings()).as("the tracked ones").hasSize(2);
+
+        // Room again once one is healed.
+        f.watermark("acc-1", 4);
+        assertThat(sequences.check(claimedEvent("acc-1", 5))).isNull();
+        deadLetterAsGap(claimedEvent("acc-5", 3));
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isEqualTo(2);
+        assertThat(blockedOverflow()).isEqualTo(2);
+    }
+
+    @Test
+    void aGapEventHandedBackRatherThanDeadLetteredBlocksNothing() {
+        sequences("");
+        f.watermark("acc-1", 1);
+        Work w = claimedEvent("acc-1", 3);
+        sequences.check(w);
+        f.ticker.advance(Duration.ofSeconds(10));
+        f.store.fail("release", 1, false);
+
+        assertThat(sequences.check(w)).isEqualTo(Step.NEXT);
+
+        assertThat(delivery(w).settlements).as("handed back: its key could not be released")
+                .containsExactly("retryLater(" + StoreCalls.BACKOFF_MAX + ")");
+        assertThat(gauge(PipelineMetrics.SEQUENCE_BLOCKED)).isZero();
+        assertThat(warnings()).isEmpty();
+    }
+
+    @Test
+    void anAggregateIdThatIsNoPlainShellWordIsQuotedInTheCommand() {
+        assertThat(Sequences.shellWord("acc-1")).isEqualTo("acc-1");
+        assertThat(Sequences.shellWord("tenant:42/acc_1")).isEqualTo("tenant:42/acc_1");
+        assertThat(Sequences.shellWord("acc 1")).isEqualTo("'acc 1'");
+        assertThat(Sequences.shellWord("o'brien;rm -rf")).isEqualTo("'o'\\''brien;rm -rf'");
+        assertThat(Sequences.shellWord("$(id)")).isEqualTo("'$(id)'");
+        assertThat(Sequences.shellWord("")).isEqualTo("''");
     }
 }
