@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.Callable;
 
 /**
  * What the runtime gives a handler beside the message: its pipeline, a logger, the deadline
@@ -66,6 +67,27 @@ public interface HandlerContext {
     }
 
     /**
+     * {@link #send(String, String, byte[], Map)} with an object for the body, encoded as the pipeline reads payloads:
+     * by the handler's own {@link PayloadCodec} when it implements one, else a {@code String} as its UTF-8 text and any
+     * other object as JSON with the runtime's Jackson (the settings it decodes with). A {@code byte[]} goes as it is.
+     *
+     * @throws IllegalArgumentException if the object cannot be encoded
+     * @throws UnsupportedOperationException as {@link #send(String, String, byte[], Map)} does, and for an object
+     *         other than a {@code byte[]} in a context that cannot encode (a test double)
+     */
+    default String send(String destination, String key, Object payload, Map<String, String> headers) {
+        if (payload instanceof byte[] bytes) {
+            return send(destination, key, bytes, headers);
+        }
+        throw new UnsupportedOperationException("this handler context cannot encode objects");
+    }
+
+    /** {@link #send(String, String, Object, Map)} without a message key. */
+    default String send(String destination, Object payload, Map<String, String> headers) {
+        return send(destination, null, payload, headers);
+    }
+
+    /**
      * A key for a call this run makes to another service that deduplicates by key, such as the
      * {@code Idempotency-Key} header of a payment API (the convention of Stripe, Adyen and the IETF draft): the same
      * for every run of this message, on any process, so the other service applies a re-run's call once. It is a
@@ -82,5 +104,76 @@ public interface HandlerContext {
      */
     default String idempotencyKey(String scope) {
         throw new UnsupportedOperationException("this handler context cannot derive idempotency keys");
+    }
+
+    /**
+     * Runs {@code action} once per message and returns its result, recorded in the dedup store: a durable step. The
+     * first run of the message that reaches the step runs the action, records its result under the message's key
+     * (fenced by the claim's token, so a consumer whose claim was taken over cannot record over the new owner) and
+     * only then returns it. A later run of the same message, after an in-process retry, a crash and a lease
+     * takeover, or a hand-back to the broker, returns the recorded result without running the action again. So a
+     * handler that charges a card in a step, then fails on a later line, does not charge again when it is retried.
+     *
+     * <p><b>What a step cannot do.</b> A step that started but was not recorded runs again: the process may die
+     * after the action took effect and before its result reached the store. That is the window
+     * {@link #idempotencyKey(String)} closes: give the action's call the derived key (a payment API's
+     * {@code Idempotency-Key}), and the other service applies the second call once. A step and a key together make
+     * the call effectively once; either alone leaves a window.
+     *
+     * <p><b>Names.</b> The name identifies the step within the message: a second {@code step} with a name this
+     * message already recorded returns that result without running its action, in the same run too. Give each step
+     * its own name (in a loop, add the index: {@code "charge-" + i}); at most 255 bytes of UTF-8, not blank.
+     *
+     * <p><b>Results.</b> Recorded as JSON through the runtime's Jackson (records, beans, collections, strings,
+     * numbers; {@code null} too), or as the bytes themselves for {@code byte[]}, and read back as {@code type} (with
+     * the handler's class loader). A result larger than the pipeline's {@code steps.max-size} once encoded is not
+     * recorded: the step fails with {@link NonRetryableException}, since running the action again would repeat its
+     * effect. Record what a re-run needs (a charge's ID), not a whole response.
+     *
+     * <p><b>Lifetime.</b> A step is kept while its message is in flight, across takeovers and hand-backs (a dead
+     * letter replayed later finds it too), and is forgotten at the latest {@code retention} after it was recorded, so
+     * the message arriving again after its key was forgotten runs every step afresh.
+     *
+     * <p><b>Transactional mode.</b> The step is recorded outside the handler's transaction, at once: the effect it
+     * records (a call to another system) does not roll back, so neither does its record. A rolled-back run that is
+     * retried returns the recorded result.
+     *
+     * <p>A message run without a claim (no idempotency key under {@code missing-id: unprotected}, a fingerprint
+     * mismatch under {@code fingerprint-mismatch: process}) has nothing to record under: its steps run their action
+     * every time, as the rest of such a run does.
+     *
+     * @param name the step's name within the message
+     * @param type the result's type; {@code byte[]} is recorded as it is
+     * @param action what the step does; called at most once per message unless it throws or its result was not
+     *        recorded (see above)
+     * @return the action's result, or the result recorded by an earlier run
+     * @throws Exception what {@code action} threw (nothing is recorded then, and a later run runs it again)
+     * @throws NonRetryableException if the result is too large to record, or a recorded result cannot be read as
+     *         {@code type}
+     * @throws IllegalArgumentException if {@code name} is blank or too long
+     * @throws UnsupportedOperationException if the pipeline's dedup store keeps no steps (it does not implement
+     *         {@code dev.idem.spi.StepStore}), or this context cannot record steps (a test double)
+     */
+    default <T> T step(String name, Class<T> type, Callable<T> action) throws Exception {
+        throw new UnsupportedOperationException("this handler context cannot record steps");
+    }
+
+    /**
+     * {@link #step(String, Class, Callable)} for a step without a result: {@code action} runs
+     * once per message, and a later run skips it once its completion was recorded.
+     *
+     * @throws Exception what {@code action} threw (nothing is recorded then, and a later run runs it again)
+     */
+    default void step(String name, StepAction action) throws Exception {
+        step(name, Void.class, () -> {
+            action.run();
+            return null;
+        });
+    }
+
+    /** What a step without a result does: {@link Runnable} that may throw. */
+    @FunctionalInterface
+    interface StepAction {
+        void run() throws Exception;
     }
 }

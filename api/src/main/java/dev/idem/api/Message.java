@@ -20,6 +20,32 @@ public interface Message {
         return new String(payload(), StandardCharsets.UTF_8);
     }
 
+    /**
+     * The payload as {@code type}: {@code byte[]} gives {@link #payload()}, {@code String} its UTF-8 text, and any other
+     * type an instance decoded from JSON with the runtime's Jackson, as for a {@link TypedHandler} under
+     * {@code payload.format: json} (or by the handler's own {@link PayloadCodec}), whatever the pipeline's format
+     * checked before the run. A {@link TypedHandler} gets its payload this way. The runtime's messages decode on every
+     * call, except for the payload the run was given, which they return as it is.
+     *
+     * @param type the type wanted, such as a record of the handler's JAR
+     * @return the payload as {@code type}; never {@code null}
+     * @throws PayloadException if the payload does not decode into {@code type}: the runtime dead-letters the message
+     *         as {@code invalid-payload} when the handler lets it propagate
+     * @throws UnsupportedOperationException for another type on a message that cannot decode (a test double: implement
+     *         this method in it, or call {@link TypedHandler#handle(Object, Message, HandlerContext)} directly)
+     */
+    default <T> T payloadAs(Class<T> type) {
+        if (type == byte[].class) {
+            return type.cast(payload());
+        }
+        if (type == String.class) {
+            return type.cast(payloadAsString());
+        }
+        throw new UnsupportedOperationException("This message (" + getClass().getName() + ") cannot decode its payload"
+                + " into " + type.getName() + ": only the runtime's messages decode. In a test, implement payloadAs in"
+                + " the test double, or call the typed handle(payload, message, context) directly");
+    }
+
     /** The message headers (Kafka headers, AMQP headers, JMS properties); never {@code null}. */
     Map<String, String> headers();
 

@@ -9,6 +9,7 @@ import dev.idem.runtime.config.PluginSection;
 import dev.idem.runtime.config.PluginSpecs;
 import dev.idem.runtime.config.RuntimeConfigSpecs;
 import dev.idem.runtime.internal.outbox.OutboxRelay;
+import dev.idem.runtime.internal.payload.Payloads;
 import dev.idem.runtime.internal.pipeline.Pipeline;
 import dev.idem.runtime.internal.plugin.PluginContext;
 import dev.idem.runtime.plugin.PluginDescriptor;
@@ -87,6 +88,8 @@ final class Startup {
             }
             if (h != null) {
                 handlers.put(p.name(), h);
+                // The schema file, and a typed handler's payload type against payload.format, before anything starts.
+                problems.addAll(Payloads.problems(p, h));
             }
         }
         for (String bound : b.handlers.keySet()) {

@@ -190,6 +190,16 @@ final class PipelineBinder {
                     + ": true), or remove " + RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name());
             ok = false;
         }
+        // Left out, the format follows the handler's payload type, which Payloads checks against the schema.
+        String format = c.get(RuntimeConfigSpecs.PAYLOAD_FORMAT);
+        if (c.get(RuntimeConfigSpecs.PAYLOAD_SCHEMA) != null && format != null
+                && !RuntimeConfigSpecs.configValue(PayloadPolicy.Format.JSON).equals(format)) {
+            problems.add(path + "." + RuntimeConfigSpecs.PAYLOAD_SCHEMA.name() + " checks JSON payloads, but " + path + "."
+                    + RuntimeConfigSpecs.PAYLOAD_FORMAT.name() + " is " + format + "; set "
+                    + RuntimeConfigSpecs.PAYLOAD_FORMAT.name() + ": json, or remove "
+                    + RuntimeConfigSpecs.PAYLOAD_SCHEMA.name());
+            ok = false;
+        }
         Duration initial = c.get(RETRY_INITIAL_BACKOFF);
         Duration max = c.get(RETRY_MAX_BACKOFF);
         if (max.compareTo(initial) < 0) {

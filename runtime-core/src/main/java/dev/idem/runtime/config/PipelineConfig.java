@@ -3,6 +3,7 @@ package dev.idem.runtime.config;
 import dev.idem.api.HandlerSettings;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.TransactionalDedupStore;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -29,6 +30,7 @@ public final class PipelineConfig {
     private final Ordering ordering;
     private final RetryPolicy retry;
     private final CommitPolicy commit;
+    private final PayloadPolicy payload;
     private final TransactionalDedupStore.Savepoints groupSavepoints;
     private final int concurrency;
     private final int maxInFlight;
@@ -65,6 +67,13 @@ public final class PipelineConfig {
                 section.get(RuntimeConfigSpecs.RETRY_MULTIPLIER), section.get(RuntimeConfigSpecs.RETRY_CONFLICT_ATTEMPTS));
         this.commit = new CommitPolicy(section.get(RuntimeConfigSpecs.COMMIT_LINGER),
                 section.get(RuntimeConfigSpecs.COMMIT_BATCH_SIZE), section.get(RuntimeConfigSpecs.COMMIT_WRITERS));
+        String schema = section.get(RuntimeConfigSpecs.PAYLOAD_SCHEMA);
+        String format = section.get(RuntimeConfigSpecs.PAYLOAD_FORMAT);
+        this.payload = new PayloadPolicy(
+                format == null ? null : RuntimeConfigSpecs.enumValue(PayloadPolicy.Format.class, format),
+                RuntimeConfigSpecs.enumValue(PayloadPolicy.UnknownFields.class,
+                        section.get(RuntimeConfigSpecs.PAYLOAD_UNKNOWN_FIELDS)),
+                schema == null ? null : Path.of(schema));
         this.groupSavepoints = RuntimeConfigSpecs.enumValue(TransactionalDedupStore.Savepoints.class,
                 section.get(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS));
         this.concurrency = section.get(RuntimeConfigSpecs.CONCURRENCY);
@@ -173,6 +182,11 @@ public final class PipelineConfig {
     /** How completions are batched to the store in plain mode. */
     public CommitPolicy commit() {
         return commit;
+    }
+
+    /** How payloads are read before the handler runs ({@code payload.*}). */
+    public PayloadPolicy payload() {
+        return payload;
     }
 
     /** Claims of one key without completion (crashed consumers) before dead-lettering. */

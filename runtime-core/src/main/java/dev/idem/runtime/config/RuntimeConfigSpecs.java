@@ -6,6 +6,7 @@ import dev.idem.runtime.config.PipelineConfig.MissingIdPolicy;
 import dev.idem.runtime.config.PipelineConfig.Ordering;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.TransactionalDedupStore;
 import java.time.Duration;
@@ -80,6 +81,35 @@ public final class RuntimeConfigSpecs {
                     + " whose names suggest a secret (`password`, `secret`, `token`, `credential`, `api-key`, ...)"
                     + " and credentials in URLs are masked wherever configuration is printed. `idem check`"
                     + " validates them but does not call `init`.");
+
+    public static final ConfigKey<String> PAYLOAD_FORMAT = ConfigKey.oneOf("payload.format",
+            Arrays.stream(PayloadPolicy.Format.values()).map(RuntimeConfigSpecs::configValue).toArray(String[]::new))
+            .doc("What the runtime reads each payload as before the handler runs: `bytes`, not at all (the handler"
+                    + " takes the bytes); `text`, UTF-8 text; `json`, one JSON value in UTF-8 (each name once per"
+                    + " object, nothing after the value), checked against `payload.schema` when set and, for a typed"
+                    + " handler (`dev.idem.api.TypedHandler<T>`), decoded into `T` with the runtime's Jackson. Left out,"
+                    + " it is `bytes` for a handler of bytes (any `MessageHandler`, as handlers always ran, or"
+                    + " `TypedHandler<byte[]>`), `text` for `TypedHandler<String>` and `json` for any other typed"
+                    + " handler. A payload that does not read is dead-lettered as `invalid-payload`, naming the JSON"
+                    + " path, the line and column and what was expected (never the payload's content), without running"
+                    + " the handler. A typed handler of another type than `byte[]` and `String` needs `json`, unless it"
+                    + " implements `dev.idem.api.PayloadCodec` and decodes its own.");
+
+    public static final ConfigKey<String> PAYLOAD_UNKNOWN_FIELDS = enumKey("payload.unknown-fields",
+            PayloadPolicy.UnknownFields.IGNORE)
+            .doc("Under `payload.format: json`, what decoding into a typed handler's payload type does with a JSON"
+                    + " property the type does not have: `ignore` it (producers may add fields first), or `fail`, which"
+                    + " dead-letters the message as `invalid-payload`, naming the property. A handler that implements"
+                    + " `PayloadCodec` decides for itself.");
+
+    public static final ConfigKey<String> PAYLOAD_SCHEMA = ConfigKey.string("payload.schema")
+            .validate(s -> !s.isBlank(), "not be blank")
+            .doc("A JSON Schema file every payload must match before the handler runs, under `payload.format: json`:"
+                    + " draft 2020-12 unless its `$schema` names another draft, `format` asserted (`date-time`,"
+                    + " `email`, ...). A path relative to the working directory; `${IDEM_HOME}/conf/...` names one in the"
+                    + " installation. Its `$ref`s may name files beside it; nothing is fetched over the network."
+                    + " `idem check` reads it and checks it against its draft's meta-schema. A payload that does not"
+                    + " match is dead-lettered as `invalid-payload`, naming the path, line and column and the rule.");
 
     public static final ConfigKey<String> NAMESPACE = ConfigKey.string("namespace")
             .validate(PIPELINE_NAME.asMatchPredicate(), "start with a lowercase letter or digit and hold only lowercase"
@@ -252,11 +282,21 @@ public final class RuntimeConfigSpecs {
                     + " the same IDs); a downstream pipeline takes its key from it. Where the broker lets the sender"
                     + " choose the message ID, it is set too.");
 
+    public static final ConfigKey<Integer> STEPS_MAX_SIZE = ConfigKey.integer("steps.max-size")
+            .defaultValue(64 * 1024).atLeast(1).atMost(StepStore.MAX_VALUE_BYTES)
+            .doc("The largest result a durable step (`HandlerContext.step`) may record, in bytes once encoded (JSON, or"
+                    + " the bytes of a `byte[]`). A step whose result is larger ran but is not recorded: it fails the"
+                    + " run without retry, since running it again would repeat its effect. Record what a re-run needs"
+                    + " (a charge's ID), not a whole response.");
+
     /** The keys of one {@code pipelines.<name>} section, except {@value #ID}. */
     public static final ConfigSpec PIPELINE = ConfigSpec.builder()
             .define(SOURCE)
             .define(HANDLER)
             .define(HANDLER_SETTINGS)
+            .define(PAYLOAD_FORMAT)
+            .define(PAYLOAD_UNKNOWN_FIELDS)
+            .define(PAYLOAD_SCHEMA)
             .define(NAMESPACE)
             .define(MISSING_ID)
             .define(FINGERPRINT)
@@ -284,6 +324,7 @@ public final class RuntimeConfigSpecs {
             .define(SEQUENCE_GAP_TIMEOUT)
             .define(SEQUENCE_RETENTION)
             .define(EMIT_ID_HEADER)
+            .define(STEPS_MAX_SIZE)
             .build();
 
     public static final ConfigKey<Duration> SHUTDOWN_TIMEOUT = ConfigKey.duration("shutdown-timeout")

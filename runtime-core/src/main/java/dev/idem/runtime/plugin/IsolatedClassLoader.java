@@ -21,6 +21,14 @@ import java.util.stream.Stream;
  * resource is looked up in the plugin's own JARs first and in the parent only when the plugin lacks it.
  * A handler that bundles its own Jackson or kafka-clients therefore runs with its version beside ours.
  *
+ * <p>A handler JAR's loader ({@link #forHandlerJar}) also takes Jackson's annotations
+ * ({@code com.fasterxml.jackson.annotation}) from the parent, and only them of Jackson: the runtime decodes typed
+ * payloads into the handler's classes with its own Jackson, which sees an annotation only if it is its own class,
+ * so a {@code @JsonProperty} compiled into a handler must resolve to the runtime's copy, even when the JAR bundles
+ * one. Those annotations are one small artifact that only ever grows compatibly across Jackson 2.x (and Jackson 3
+ * uses the same package), so a handler's own Jackson reads them as well. Jackson's core and databind stay the
+ * handler's own.
+ *
  * <p>Created by the launcher, one per folder or JAR; thread-safe (parallel capable).
  */
 public final class IsolatedClassLoader extends URLClassLoader {
@@ -32,13 +40,19 @@ public final class IsolatedClassLoader extends URLClassLoader {
     /** Packages always taken from the parent: the contract between the runtime and its plugins. */
     private static final String[] SHARED = {"dev.idem.api.", "dev.idem.spi.", "org.slf4j."};
 
+    /** What a handler's loader takes from the parent: the contract, and the annotations of typed payloads. */
+    private static final String[] SHARED_WITH_HANDLERS = {"dev.idem.api.", "dev.idem.spi.", "org.slf4j.",
+            "com.fasterxml.jackson.annotation."};
+
     private static final ClassLoader PLATFORM = ClassLoader.getPlatformClassLoader();
 
     private final String location;
+    private final String[] shared;
 
-    private IsolatedClassLoader(String location, URL[] urls, ClassLoader parent) {
+    private IsolatedClassLoader(String location, URL[] urls, ClassLoader parent, String[] shared) {
         super(location, urls, parent);
         this.location = location;
+        this.shared = shared;
     }
 
     /**
@@ -61,7 +75,7 @@ public final class IsolatedClassLoader extends URLClassLoader {
         for (Path jar : jars) {
             urls.add(checkedJar(jar, "plugin"));
         }
-        return new IsolatedClassLoader(folder.toString(), urls.toArray(URL[]::new), parent);
+        return new IsolatedClassLoader(folder.toString(), urls.toArray(URL[]::new), parent, SHARED);
     }
 
     /**
@@ -71,7 +85,17 @@ public final class IsolatedClassLoader extends URLClassLoader {
      * @throws PluginException if the file is not a readable JAR, naming it
      */
     public static IsolatedClassLoader forJar(Path jar, String role, ClassLoader parent) {
-        return new IsolatedClassLoader(jar.toString(), new URL[] {checkedJar(jar, role)}, parent);
+        return new IsolatedClassLoader(jar.toString(), new URL[] {checkedJar(jar, role)}, parent, SHARED);
+    }
+
+    /**
+     * A loader for one handler JAR: as {@link #forJar}, and Jackson's annotations come from the parent (see above).
+     *
+     * @throws PluginException if the file is not a readable JAR, naming it
+     */
+    public static IsolatedClassLoader forHandlerJar(Path jar, ClassLoader parent) {
+        return new IsolatedClassLoader(jar.toString(), new URL[] {checkedJar(jar, "handler")}, parent,
+                SHARED_WITH_HANDLERS);
     }
 
     private static URL checkedJar(Path jar, String role) {
@@ -111,8 +135,8 @@ public final class IsolatedClassLoader extends URLClassLoader {
         }
     }
 
-    private static boolean shared(String name) {
-        for (String prefix : SHARED) {
+    private boolean shared(String name) {
+        for (String prefix : shared) {
             if (name.startsWith(prefix)) {
                 return true;
             }

@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 import java.util.stream.Stream;
 
 /**
@@ -23,15 +24,16 @@ public final class PluginDirectories {
 
     /** One loader per plugin under {@code dir}, in name order. */
     public static List<IsolatedClassLoader> plugins(Path dir, ClassLoader parent) {
-        return loaders(dir, parent, "plugin", true);
+        return loaders(dir, parent, "plugin", true, jar -> IsolatedClassLoader.forJar(jar, "plugin", parent));
     }
 
-    /** One loader per handler JAR under {@code dir}, in name order. */
+    /** One loader per handler JAR under {@code dir}, in name order ({@link IsolatedClassLoader#forHandlerJar}). */
     public static List<IsolatedClassLoader> handlers(Path dir, ClassLoader parent) {
-        return loaders(dir, parent, "handler", false);
+        return loaders(dir, parent, "handler", false, jar -> IsolatedClassLoader.forHandlerJar(jar, parent));
     }
 
-    private static List<IsolatedClassLoader> loaders(Path dir, ClassLoader parent, String role, boolean folders) {
+    private static List<IsolatedClassLoader> loaders(Path dir, ClassLoader parent, String role, boolean folders,
+            Function<Path, IsolatedClassLoader> forJar) {
         if (!Files.isDirectory(dir)) {
             return List.of();
         }
@@ -48,7 +50,7 @@ public final class PluginDirectories {
                 if (folders && Files.isDirectory(entry)) {
                     loaders.add(IsolatedClassLoader.forFolder(entry, parent));
                 } else if (entry.getFileName().toString().endsWith(".jar")) {
-                    loaders.add(IsolatedClassLoader.forJar(entry, role, parent));
+                    loaders.add(forJar.apply(entry));
                 }
             } catch (PluginException e) {
                 problems.add(e.getMessage());

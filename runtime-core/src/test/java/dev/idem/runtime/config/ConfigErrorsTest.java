@@ -13,9 +13,9 @@ import org.junit.jupiter.api.Test;
 
 class ConfigErrorsTest {
 
-    private static final String PIPELINE_KEYS = "[source, handler, handler-settings, namespace, missing-id, fingerprint, fingerprint-mismatch,"
-            + " ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, commit, max-deliveries,"
-            + " dead-letter, transactional, sequence, emit, id, ordering-key]";
+    private static final String PIPELINE_KEYS = "[source, handler, handler-settings, payload, namespace, missing-id, fingerprint,"
+            + " fingerprint-mismatch, ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, commit,"
+            + " max-deliveries, dead-letter, transactional, sequence, emit, steps, id, ordering-key]";
 
     @Test
     void twoPipelinesOnOneSourceMustShareANamespace() {

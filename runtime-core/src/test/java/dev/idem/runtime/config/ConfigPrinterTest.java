@@ -33,6 +33,8 @@ class ConfigPrinterTest {
                     id:
                       - type: header
                         name: message-id
+                    payload:
+                      unknown-fields: ignore
                     missing-id: dead-letter
                     fingerprint: sha256
                     fingerprint-mismatch: dead-letter
@@ -58,6 +60,8 @@ class ConfigPrinterTest {
                     transactional.savepoints: per-message
                     emit:
                       id-header: message-id
+                    steps:
+                      max-size: 65536
                 runtime:
                   shutdown-timeout: 30s
                   summary-interval: 30s

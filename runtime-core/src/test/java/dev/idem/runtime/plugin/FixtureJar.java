@@ -3,6 +3,7 @@ package dev.idem.runtime.plugin;
 import static java.nio.charset.StandardCharsets.UTF_8;
 
 import dev.idem.spi.DedupStoreProvider;
+import java.io.File;
 import java.io.IOException;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
@@ -11,6 +12,7 @@ import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,6 +20,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.jar.Attributes;
 import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
 import java.util.stream.Stream;
@@ -39,6 +42,8 @@ final class FixtureJar {
     private final Map<String, String> sources = new LinkedHashMap<>();
     private final Map<String, List<String>> services = new LinkedHashMap<>();
     private final Set<String> omitted = new HashSet<>();
+    private final List<Path> classPath = new ArrayList<>();
+    private final List<Path> bundled = new ArrayList<>();
     private String version;
 
     private FixtureJar(Path dir, String fileName) {
@@ -86,6 +91,18 @@ final class FixtureJar {
         return this;
     }
 
+    /** Compiles the sources against these JARs too (beside idem-api), without putting them in the JAR. */
+    FixtureJar classPath(List<Path> jars) {
+        classPath.addAll(jars);
+        return this;
+    }
+
+    /** Copies every class and resource of these JARs into this one, as a shaded handler JAR bundles its libraries. */
+    FixtureJar bundle(List<Path> jars) {
+        bundled.addAll(jars);
+        return classPath(jars);
+    }
+
     /** Writes {@code Implementation-Version} into the manifest. */
     FixtureJar version(String version) {
         this.version = version;
@@ -111,6 +128,17 @@ final class FixtureJar {
                     String className = entry.substring(0, entry.length() - ".class".length()).replace('/', '.');
                     if (!omitted.contains(className)) {
                         write(out, entry, Files.readAllBytes(file));
+                    }
+                }
+                Set<String> written = new HashSet<>();
+                for (Path library : bundled) {
+                    try (JarFile from = new JarFile(library.toFile())) {
+                        for (JarEntry entry : Collections.list(from.entries())) {
+                            String name = entry.getName();
+                            if (!entry.isDirectory() && !name.startsWith("META-INF/") && written.add(name)) {
+                                write(out, name, from.getInputStream(entry).readAllBytes());
+                            }
+                        }
                     }
                 }
                 for (Map.Entry<String, List<String>> service : services.entrySet()) {
@@ -139,7 +167,11 @@ final class FixtureJar {
         sources.forEach((className, code) -> units.add(new Source(className, code)));
         StringWriter diagnostics = new StringWriter();
         try (StandardJavaFileManager files = javac.getStandardFileManager(null, null, UTF_8)) {
-            List<String> options = List.of("--release", "17", "-classpath", apiClassPath(),
+            StringBuilder path = new StringBuilder(apiClassPath());
+            for (Path jar : classPath) {
+                path.append(File.pathSeparator).append(jar);
+            }
+            List<String> options = List.of("--release", "17", "-classpath", path.toString(),
                     "-d", classes.toString(), "-proc:none");
             boolean ok = javac.getTask(diagnostics, files, null, options, null, units).call();
             if (!ok) {

@@ -17,6 +17,7 @@ import dev.idem.spi.InboundMessage;
 import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.OutboxStore;
 import dev.idem.spi.SequencedDedupStore;
+import dev.idem.spi.StepStore;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.PluginException;
 import dev.idem.spi.StoreContext;
@@ -312,7 +313,8 @@ class PluginContextTest {
         for (Set<Class<?>> capabilities : List.<Set<Class<?>>>of(Set.of(), Set.of(InspectableDedupStore.class),
                 Set.of(TransactionalDedupStore.class), Set.of(InspectableDedupStore.class, TransactionalDedupStore.class),
                 Set.of(SequencedDedupStore.class), Set.of(InspectableDedupStore.class, SequencedDedupStore.class),
-                Set.of(InspectableDedupStore.class, SequencedDedupStore.class, OutboxStore.class))) {
+                Set.of(InspectableDedupStore.class, SequencedDedupStore.class, OutboxStore.class),
+                Set.of(StepStore.class), Set.of(InspectableDedupStore.class, SequencedDedupStore.class, StepStore.class))) {
             DedupStore store = PluginContext.bind((DedupStore) stub(DedupStore.class, capabilities));
             assertThat(store instanceof InspectableDedupStore).as("inspectable, for %s", capabilities)
                     .isEqualTo(capabilities.contains(InspectableDedupStore.class));
@@ -323,6 +325,8 @@ class PluginContextTest {
                     .isEqualTo(capabilities.contains(SequencedDedupStore.class));
             assertThat(store instanceof OutboxStore).as("outbox, for %s", capabilities)
                     .isEqualTo(capabilities.contains(OutboxStore.class));
+            assertThat(store instanceof StepStore).as("steps, for %s", capabilities)
+                    .isEqualTo(capabilities.contains(StepStore.class));
             assertThat(PluginContext.bind(store)).as("binding twice wraps once").isSameAs(store);
             assertThat(PluginContext.unwrap(store)).isNotSameAs(store).isInstanceOf(Proxy.class);
         }
@@ -344,19 +348,20 @@ class PluginContextTest {
             }
         }
         assertThat(capabilities).as("interfaces extending a bound type; teach PluginContext.bind a new one")
-                .containsExactly("InspectableDedupStore", "OutboxStore", "SequencedDedupStore",
+                .containsExactly("InspectableDedupStore", "OutboxStore", "SequencedDedupStore", "StepStore",
                         "TransactionalDedupStore");
 
         Object store = PluginContext.bind((DedupStore) stub(DedupStore.class,
                 Set.of(InspectableDedupStore.class, TransactionalDedupStore.class)));
         Object sequenced = PluginContext.bind((DedupStore) stub(DedupStore.class,
-                Set.of(InspectableDedupStore.class, SequencedDedupStore.class, OutboxStore.class)));
+                Set.of(InspectableDedupStore.class, SequencedDedupStore.class, OutboxStore.class, StepStore.class)));
         BrokerAdapter broker = PluginContext.bind((BrokerAdapter) stub(BrokerAdapter.class, Set.of()));
         Object subscription = broker.subscribe(new SubscriptionRequest("p", "s", 1, null), batch -> { });
         Object extractor = PluginContext.bind((IdExtractor) stub(IdExtractor.class, Set.of()));
         Map<Class<?>, Object> bound = Map.of(DedupStore.class, store, InspectableDedupStore.class, store,
                 TransactionalDedupStore.class, store, BrokerAdapter.class, broker, Subscription.class, subscription,
-                IdExtractor.class, extractor, SequencedDedupStore.class, sequenced, OutboxStore.class, sequenced);
+                IdExtractor.class, extractor, SequencedDedupStore.class, sequenced, OutboxStore.class, sequenced,
+                StepStore.class, sequenced);
         for (Map.Entry<Class<?>, Object> type : bound.entrySet()) {
             for (Method method : type.getKey().getMethods()) {
                 if (Modifier.isStatic(method.getModifiers())) {

@@ -1,5 +1,6 @@
 package dev.idem.runtime.internal.pipeline;
 
+import dev.idem.api.PayloadException;
 import dev.idem.api.RejectedException;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.OutboxStore;
@@ -20,9 +21,9 @@ final class ClaimedRun extends RunStrategy {
     /** Where completions go in batches; {@code null} to complete each key here, on the worker. */
     private final GroupCommit groupCommit;
 
-    ClaimedRun(PipelineState state, Settlement settle, Outcomes outcomes, PipelineMetrics metrics, StoreCalls store,
-            GroupCommit groupCommit) {
-        super(state, settle, outcomes, metrics);
+    ClaimedRun(PipelineState state, Settlement settle, Outcomes outcomes, PipelineMetrics metrics, Steps steps,
+            StoreCalls store, GroupCommit groupCommit) {
+        super(state, settle, outcomes, metrics, steps);
         this.store = store;
         this.groupCommit = groupCommit;
     }
@@ -50,6 +51,9 @@ final class ClaimedRun extends RunStrategy {
         Step retry = retryOrGiveUp(w, failure);
         if (retry != null) {
             return retry;
+        }
+        if (failure instanceof PayloadException invalid && !w.claim.leaseLost()) {
+            return invalidPayload(w, invalid);
         }
         outcomes.failed.count(w);
         if (w.claim.leaseLost()) {

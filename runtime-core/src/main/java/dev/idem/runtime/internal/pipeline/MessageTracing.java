@@ -2,6 +2,7 @@ package dev.idem.runtime.internal.pipeline;
 
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
@@ -15,8 +16,8 @@ import java.util.Map;
 /**
  * One OpenTelemetry span per delivery a pipeline takes in, from receipt to settlement (receive, claim,
  * handle, complete, ack), a child of the W3C {@code traceparent} the message carries. Retries, deferrals and
- * set-asides stay in the same span; the handler's runs, the claim and the ack are its events. Attributes
- * follow the messaging semantic conventions ({@code messaging.system}, {@code messaging.destination.name},
+ * set-asides stay in the same span; the handler's runs, its durable steps, the claim and the ack are its events.
+ * Attributes follow the messaging semantic conventions ({@code messaging.system}, {@code messaging.destination.name},
  * {@code messaging.operation.type}, {@code messaging.message.id}) plus {@code idem.pipeline}, {@code idem.key},
  * {@code idem.outcome} and {@code idem.attempt}. Dead letters and emitted messages carry the span's context.
  *
@@ -36,6 +37,8 @@ final class MessageTracing {
     static final AttributeKey<String> KEY = AttributeKey.stringKey("idem.key");
     static final AttributeKey<String> OUTCOME = AttributeKey.stringKey("idem.outcome");
     static final AttributeKey<Long> ATTEMPT = AttributeKey.longKey("idem.attempt");
+    static final AttributeKey<String> STEP_NAME = AttributeKey.stringKey("idem.step.name");
+    static final AttributeKey<String> STEP_OUTCOME = AttributeKey.stringKey("idem.step.outcome");
 
     private static final TextMapGetter<Map<String, String>> HEADERS = new TextMapGetter<>() {
         @Override
@@ -113,6 +116,21 @@ final class MessageTracing {
         if (span != null) {
             span.setAttribute(ATTEMPT, (long) attempt);
             span.addEvent("handler.run");
+        }
+    }
+
+    /**
+     * A durable step of the run: event {@code idem.step} with the step's name and outcome ({@code recorded}: its action
+     * ran and its result was recorded; {@code replayed}: its recorded result was returned; {@code unrecorded}: its
+     * action ran in a run without a claim).
+     */
+    void step(Work w, String name, String outcome) {
+        if (tracer == null) {
+            return;
+        }
+        Span span = w.span;
+        if (span != null) {
+            span.addEvent("idem.step", Attributes.of(STEP_NAME, name, STEP_OUTCOME, outcome));
         }
     }
 

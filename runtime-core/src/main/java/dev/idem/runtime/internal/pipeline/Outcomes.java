@@ -83,6 +83,8 @@ final class Outcomes {
     final Outcome rejected;
     /** Handler runs repeated at once after an optimistic update lost a race. */
     final Outcome conflictRetried;
+    /** Payloads that did not read as the pipeline's {@code payload.*} say: dead-lettered, the handler not run. */
+    final Outcome invalidPayload;
 
     Outcomes(MeterRegistry registry, String pipeline, OutcomeListener listener) {
         processed = new Outcome(registry, pipeline, "processed", listener);
@@ -100,6 +102,7 @@ final class Outcomes {
         gapWaited = new Outcome(registry, pipeline, "gap-waited", listener);
         rejected = new Outcome(registry, pipeline, "rejected", listener);
         conflictRetried = new Outcome(registry, pipeline, "conflict-retried", listener);
+        invalidPayload = new Outcome(registry, pipeline, "invalid-payload", listener);
     }
 
     /** What a handled work counts as: processed, or rejected when its handler rejected it. */

@@ -150,9 +150,10 @@ public final class Pipeline implements DeliveryListener {
         boolean plain = transactionalStore == null;
         this.groupCommit = plain && config.commit().batched()
                 ? new GroupCommit(state, storeCalls, outcomes, settle, running) : null;
-        ClaimedRun claimed = new ClaimedRun(state, settle, outcomes, metrics, storeCalls, groupCommit);
+        Steps steps = new Steps(state, storeCalls, metrics);
+        ClaimedRun claimed = new ClaimedRun(state, settle, outcomes, metrics, steps, storeCalls, groupCommit);
         RunStrategy strategy = plain ? claimed
-                : new TransactionalRun(state, settle, outcomes, metrics, transactionalStore,
+                : new TransactionalRun(state, settle, outcomes, metrics, steps, transactionalStore,
                         environment.outboxWritten(), claims, claimed, sequences);
         int group = plain ? 1 : config.transactionGroup();
         Runs runs = new Runs(state, settle, claims, storeCalls, outcomes, strategy, sequences, plain, group);

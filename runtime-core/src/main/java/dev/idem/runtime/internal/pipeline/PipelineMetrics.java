@@ -15,8 +15,9 @@ import java.util.function.LongSupplier;
 /**
  * The meters of one pipeline other than its outcomes ({@link Outcomes}), created once so the hot path only
  * records: {@code idem.handler.duration{pipeline}} times handler runs, {@code idem.store.duration{pipeline,
- * operation}} store calls, {@code idem.emitted} counts emitted messages; the gauges of a running pipeline are
- * registered by {@link #watch}.
+ * operation}} store calls, {@code idem.emitted} counts emitted messages, {@code idem.steps{pipeline,outcome}} durable
+ * steps that ran or were replayed; the gauges of a running pipeline are
+ * registered by {@link #watch}, and those of its sequence guard by {@link #watchSequences}.
  */
 final class PipelineMetrics {
 
@@ -39,6 +40,12 @@ final class PipelineMetrics {
     final Timer complete;
     final Timer release;
     final Timer renew;
+    /** Durable steps whose action ran ({@code idem.steps{outcome=ran}}), recorded or, without a claim, not. */
+    final Counter stepsRan;
+    /** Durable steps answered from their record, the action not run ({@code idem.steps{outcome=replayed}}). */
+    final Counter stepsReplayed;
+    final Timer steps;
+    final Timer recordStep;
 
     private final MeterRegistry registry;
     private final String pipeline;
@@ -55,6 +62,15 @@ final class PipelineMetrics {
         complete = store(registry, pipeline, "complete");
         release = store(registry, pipeline, "release");
         renew = store(registry, pipeline, "renew");
+        stepsRan = steps(registry, pipeline, "ran");
+        stepsReplayed = steps(registry, pipeline, "replayed");
+        steps = store(registry, pipeline, "steps");
+        recordStep = store(registry, pipeline, "record-step");
+    }
+
+    private static Counter steps(MeterRegistry registry, String pipeline, String outcome) {
+        return Counter.builder(STEPS).description("Durable steps of handlers: their action ran, or their recorded"
+                + " result was replayed").tag("pipeline", pipeline).tag("outcome", outcome).register(registry);
     }
 
     private static Timer store(MeterRegistry registry, String pipeline, String operation) {

@@ -2,6 +2,7 @@ package dev.idem.runtime.internal.pipeline;
 
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.runtime.internal.payload.Payloads;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.SequenceAdvance;
 import java.util.function.LongSupplier;
@@ -27,6 +28,8 @@ final class PipelineState {
     final System.Logger handlerLogger;
     /** Spans of the deliveries; {@link MessageTracing#OFF} unless the runtime was given OpenTelemetry. */
     final MessageTracing tracing;
+    /** How payloads are read before each run and what the handler sends is written ({@code payload.*}). */
+    final Payloads payloads;
 
     /** Where plain mode publishes what handlers emit; set by {@link Pipeline#start}, before any delivery. */
     volatile BrokerAdapter adapter;
@@ -40,6 +43,7 @@ final class PipelineState {
         this.ticker = ticker;
         this.tracing = tracing;
         this.handlerLogger = HandlerLogger.of(config.name());
+        this.payloads = Payloads.of(config, handler);
     }
 
     /** The watermark a sequenced work's completion raises; {@code null} without the sequence guard. */

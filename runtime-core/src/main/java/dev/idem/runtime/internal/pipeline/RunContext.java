@@ -1,17 +1,20 @@
 package dev.idem.runtime.internal.pipeline;
 
 import dev.idem.api.HandlerContext;
+import dev.idem.runtime.internal.payload.Payloads;
 import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.Callable;
 import java.util.function.LongSupplier;
 
 /**
  * The context of one handler run. The wall-clock deadline is derived only when asked for; the
  * transaction is the store's, in transactional mode, else absent; what the run emits is collected for the
- * pipeline to publish (plain mode) or write to the outbox (transactional mode) once the handler returned.
+ * pipeline to publish (plain mode) or write to the outbox (transactional mode) once the handler returned; its durable
+ * steps are {@link Steps}'.
  */
 final class RunContext implements HandlerContext {
 
@@ -26,9 +29,14 @@ final class RunContext implements HandlerContext {
     /** The pipeline's key namespace and the message's idempotency key ({@code null} when it runs without one). */
     private final String namespace;
     private final String key;
+    /** The run's durable steps. */
+    private final Steps.Bound steps;
+    /** Writes what the handler sends as an object. */
+    private final Payloads payloads;
 
     RunContext(String pipeline, System.Logger logger, long deadlineNanos, LongSupplier ticker,
-            StoreTransaction transaction, Emissions emissions, String cannotEmit, String namespace, String key) {
+            StoreTransaction transaction, Emissions emissions, String cannotEmit, String namespace, String key,
+            Steps.Bound steps, Payloads payloads) {
         this.pipeline = pipeline;
         this.logger = logger;
         this.deadlineNanos = deadlineNanos;
@@ -38,6 +46,8 @@ final class RunContext implements HandlerContext {
         this.cannotEmit = cannotEmit;
         this.namespace = namespace;
         this.key = key;
+        this.steps = steps;
+        this.payloads = payloads;
     }
 
     @Override
@@ -69,6 +79,11 @@ final class RunContext implements HandlerContext {
     }
 
     @Override
+    public String send(String destination, String key, Object payload, Map<String, String> headers) {
+        return send(destination, key, payloads.encode(payload), headers);
+    }
+
+    @Override
     public String idempotencyKey(String scope) {
         if (scope == null || scope.isBlank()) {
             throw new IllegalArgumentException("idempotencyKey needs a scope naming the call, such as \"charge\"; got "
@@ -80,6 +95,11 @@ final class RunContext implements HandlerContext {
                     + pipeline + ".id)");
         }
         return Emissions.callKeyOf(namespace, key, scope);
+    }
+
+    @Override
+    public <T> T step(String name, Class<T> type, Callable<T> action) throws Exception {
+        return steps.step(name, type, action);
     }
 
     @Override

@@ -2,7 +2,9 @@ package dev.idem.runtime.internal.pipeline;
 
 import dev.idem.api.ConcurrentUpdateException;
 import dev.idem.api.NonRetryableException;
+import dev.idem.api.PayloadException;
 import dev.idem.runtime.config.RetryPolicy;
+import dev.idem.runtime.internal.payload.Payloads;
 import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -20,16 +22,21 @@ abstract class RunStrategy {
 
     private static final Logger log = LoggerFactory.getLogger(RunStrategy.class);
 
+    /** The dead-letter cause of a payload that does not read. */
+    static final String INVALID_PAYLOAD = "invalid-payload";
+
     final PipelineState s;
     final Settlement settle;
     final Outcomes outcomes;
     final PipelineMetrics metrics;
+    final Steps steps;
 
-    RunStrategy(PipelineState state, Settlement settle, Outcomes outcomes, PipelineMetrics metrics) {
+    RunStrategy(PipelineState state, Settlement settle, Outcomes outcomes, PipelineMetrics metrics, Steps steps) {
         this.s = state;
         this.settle = settle;
         this.outcomes = outcomes;
         this.metrics = metrics;
+        this.steps = steps;
     }
 
     /** Runs the handler once and settles or parks; says what comes next for the work's ordering key. */
@@ -62,9 +69,11 @@ abstract class RunStrategy {
         s.tracing.run(w, w.attempt());
         MDC.put(Pipeline.MDC_KEY, w.key);
         try {
-            s.handler.handle(new DeliveredMessage(w.message, w.key, w.attempt()),
+            // Read on the worker, as the run's first step: a payload that does not read throws PayloadException.
+            Object payload = s.payloads.prepare(w.message.payload());
+            s.handler.handle(new DeliveredMessage(w.message, w.key, w.attempt(), payload, s.payloads),
                     new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction, emissions, cannotEmit,
-                            s.namespace, w.key));
+                            s.namespace, w.key, steps.of(w), s.payloads));
             if (emissions != null) {
                 w.run.emitted = emissions.emitted();
             }
@@ -142,6 +151,20 @@ abstract class RunStrategy {
             failure = run.get();
         }
         return failure;
+    }
+
+    /**
+     * Dead-letters a message whose payload did not read as the pipeline's {@code payload.*} say (reading it is the
+     * run's first step, so the handler did not run, unless the handler itself threw {@link PayloadException}): cause
+     * {@value #INVALID_PAYLOAD}, not retried, its key released by the dead-lettering, counted. The log line names the
+     * path, the position and what was expected, never the payload's content.
+     */
+    Step invalidPayload(Work w, PayloadException invalid) {
+        outcomes.invalidPayload.count(w);
+        log.warn("Pipeline '{}': {} has an invalid payload; dead-lettering it: {}", s.name, w.describe(),
+                LogSafe.text(invalid.getMessage()));
+        settle.deadLetter(w, INVALID_PAYLOAD, Payloads.deadLetterDetail(invalid), w.attempt());
+        return Step.NEXT;
     }
 
     /** Logs why a run ended as rejected. */

@@ -9,16 +9,21 @@ import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
+import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
+import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.IntFunction;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,7 +33,9 @@ import org.slf4j.LoggerFactory;
  * again (back-off from {@value #BACKOFF_MIN_MILLIS} ms doubling to {@value #BACKOFF_MAX_MILLIS} ms, in real
  * time), the log line of a failure, and whether the store is down ({@link #isDown}: set by a retriable failure,
  * cleared by the next call that succeeds). Callers get answers, never exceptions, and decide what to do with the
- * message; a call that keeps failing sleeps the calling thread between tries. Thread-safe.
+ * message; a call that keeps failing sleeps the calling thread between tries. The exception: a durable step's calls
+ * ({@link #steps}, {@link #recordStep}), made from inside the handler, end its run with the store's failure once
+ * given up. Thread-safe.
  */
 final class StoreCalls {
 
@@ -333,6 +340,65 @@ final class StoreCalls {
             log.warn("Pipeline '{}': could not read the sequence watermark of {} ({}); handing it back", pipeline,
                     w.describe(), e.getMessage());
             return null;
+        }
+    }
+
+    /**
+     * The durable steps recorded for {@code w}'s claim ({@link StepStore#steps}); empty when another owner has the
+     * key. Tried again with back-off as {@link #recordStep} is.
+     *
+     * @throws StoreException the last failure, once given up
+     */
+    Optional<Map<String, byte[]>> steps(Work w) {
+        StepStore steps = (StepStore) store;
+        return tried("reading the steps of " + w.describe(), metrics.steps,
+                () -> steps.steps(w.storeKey, w.claim.token()));
+    }
+
+    /**
+     * Records a durable step of {@code w}'s claim ({@link StepStore#recordStep}); false when another owner has the
+     * key. A record the store cannot take is tried again with the same token, with back-off: while the store is
+     * unreachable (a retriable failure) until the run's thread is interrupted (its {@code handler-timeout}) or the
+     * pipeline aborts, since the step's action has run and giving up makes a later run run it again; after
+     * {@value #COMPLETE_TRIES} tries for any other failure.
+     *
+     * @throws StoreException the last failure, once given up
+     */
+    boolean recordStep(Work w, String name, byte[] value) {
+        StepStore steps = (StepStore) store;
+        return tried("recording step '" + LogSafe.text(name) + "' of " + w.describe(), metrics.recordStep,
+                () -> steps.recordStep(w.storeKey, w.claim.token(), name, value));
+    }
+
+    /** Calls the store, trying again as {@link #recordStep} says; {@code what} names the call in log lines. */
+    private <T> T tried(String what, Timer timer, Supplier<T> call) {
+        Duration backoff = backoffMin;
+        StoreException firstFailure = null;
+        for (int attempt = 1; ; attempt++) {
+            long start = System.nanoTime();
+            try {
+                T answer = call.get();
+                answered();
+                if (firstFailure != null) {
+                    log.info("Pipeline '{}': {} succeeded after {} tries", pipeline, what, attempt);
+                }
+                return answer;
+            } catch (StoreException e) {
+                failed(e);
+                if (firstFailure == null) {
+                    firstFailure = e;
+                    log.warn("Pipeline '{}': the store failed {} ({}); trying again with the same token{}", pipeline,
+                            what, e.getMessage(), e.retriable() ? " while it is unreachable"
+                                    : ", up to " + COMPLETE_TRIES + " times");
+                }
+                if (!keepTrying(e, attempt) || !pause(backoff)) {
+                    log.warn("Pipeline '{}': gave up {} after {} tries ({})", pipeline, what, attempt, e.getMessage());
+                    throw e;
+                }
+                backoff = twice(backoff);
+            } finally {
+                timer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+            }
         }
     }
 

@@ -1,10 +1,12 @@
 package dev.idem.runtime.internal.pipeline;
 
 import dev.idem.api.ConcurrentUpdateException;
+import dev.idem.api.PayloadException;
 import dev.idem.api.RejectedException;
 import dev.idem.spi.OutboxStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.TransactionalDedupStore;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
@@ -32,10 +34,10 @@ final class TransactionalRun extends RunStrategy {
     /** The sequence guard, or {@code null}. */
     private final Sequences sequences;
 
-    TransactionalRun(PipelineState state, Settlement settle, Outcomes outcomes, PipelineMetrics metrics,
+    TransactionalRun(PipelineState state, Settlement settle, Outcomes outcomes, PipelineMetrics metrics, Steps steps,
             TransactionalDedupStore store, Runnable outboxWritten, Claims claims, ClaimedRun unprotected,
             Sequences sequences) {
-        super(state, settle, outcomes, metrics);
+        super(state, settle, outcomes, metrics, steps);
         this.store = store;
         this.outbox = store instanceof OutboxStore o ? o : null;
         this.outboxWritten = outboxWritten;
@@ -181,12 +183,21 @@ final class TransactionalRun extends RunStrategy {
         if (retry != null) {
             return retry;
         }
+        if (failure instanceof Steps.ClaimLostException) {
+            // A step found the key taken over: the new owner decides; this copy goes back to find its outcome.
+            outcomes.failed.count(w);
+            settle.retryLater(w, Duration.ZERO, outcomes.leaseLost);
+            return Step.HANDED_BACK;
+        }
         if (failure instanceof StoreException) {
             outcomes.storeUnavailable.count(w);
             log.warn("Pipeline '{}': the store failed {} times on {} ({}); handing it back unacked", s.name,
                     w.run.count, w.describe(), failure.getMessage());
             settle.abandon(w, StoreCalls.BACKOFF_MAX);
             return Step.HANDED_BACK;
+        }
+        if (failure instanceof PayloadException invalid) {
+            return invalidPayload(w, invalid);
         }
         outcomes.failed.count(w);
         log.warn("Pipeline '{}': {} failed after {} run(s), rolled back; dead-lettering it: {}", s.name,

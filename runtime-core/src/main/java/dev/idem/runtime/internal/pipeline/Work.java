@@ -52,6 +52,8 @@ final class Work {
     Span span;
     /** The last outcome counted for it (processed, duplicate, stale...): the span's outcome once acked. */
     String outcome;
+    /** Its claim's durable steps as this process knows them; read at the claim's first step ({@link Steps}). */
+    Steps.Recorded steps;
 
     /** Later copies of the same key (same batch, or arrived while this one held it); they share its outcome. */
     private List<Work> followers;
