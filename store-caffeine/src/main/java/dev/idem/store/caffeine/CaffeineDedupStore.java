@@ -16,12 +16,14 @@ import dev.idem.spi.ListedKey;
 import dev.idem.spi.PurgeBatch;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
+import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -107,8 +109,15 @@ import java.util.function.Supplier;
  * advance raises the watermark inside the compute that completes the key, before the completion is written, so
  * whoever sees the key completed sees the watermark raised; a completion the token does not own raises nothing,
  * and a completion retried by its owner raises again (a no-op unless the watermark was forgotten meanwhile).
+ *
+ * <p>As a {@link StepStore}: a key's steps live in a map of their own ({@link #steps}), written only under the key's
+ * lock in the claim map, after the owner's claim was checked there, so a record and a takeover never interleave.
+ * Each step is kept until the claim's retention after the earlier of its record and that claim's lease end; a
+ * release leaves the steps, a completion drops them in the compute that completes the key (the completed tier may
+ * forget a completion before its retention when full, and a key claimed afresh then must find no step of its earlier
+ * life), and so do {@code delete} and the sweep, once every step of a key has expired.
  */
-final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupStore {
+final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupStore, StepStore {
 
     // Durations are capped so that a lease plus a retention still fits a signed difference of
     // nanoTime readings.
@@ -132,6 +141,8 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     private final CompletedKeys completed;
     private final ClaimNumbers claimNumbers = new ClaimNumbers();
     private final Watermarks watermarks;
+    /** Durable steps by key; changed only under the key's lock in {@link #claims}. */
+    private final ConcurrentHashMap<StoreKey, KeySteps> steps = new ConcurrentHashMap<>();
     private final AtomicBoolean sweeping = new AtomicBoolean();
     /** The claim number that triggered the last sweep. */
     private volatile long lastSweep;
@@ -248,6 +259,24 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         OwnerChange op = new OwnerChange(token, (claim, now) -> claim.withOneMoreStart());
         claims.computeIfPresent(key, op);
         return op.done ? op.changed.starts : 0;
+    }
+
+    @Override
+    public Optional<Map<String, byte[]>> steps(StoreKey key, long token) {
+        Objects.requireNonNull(key, "key");
+        StepsRead op = new StepsRead(token);
+        claims.computeIfPresent(key, op);
+        return Optional.ofNullable(op.read);
+    }
+
+    @Override
+    public boolean recordStep(StoreKey key, long token, String name, byte[] value) {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(value, "value");
+        StepStore.check(name, value);
+        StepRecord op = new StepRecord(token, name, value.clone());
+        claims.computeIfPresent(key, op);
+        return op.done;
     }
 
     @Override
@@ -373,6 +402,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         claims.clear();
         completed.clear();
         watermarks.clear();
+        steps.clear();
     }
 
     /** Runs pending evictions and expirations of the completed tier now; for tests. */
@@ -416,6 +446,8 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             long now = ticker.getAsLong();
             // Removes each entry only if it still maps to the claim tested (ConcurrentHashMap.remove(k, v)).
             claims.values().removeIf(claim -> !claim.rememberedAt(now));
+            // The same for steps whose every entry expired (a released key never claimed again).
+            steps.values().removeIf(kept -> kept.expiredAt(now));
             leftBySweep = claims.size();
             lastSweep = number;
         } finally {
@@ -610,6 +642,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             if (retention > 0) {
                 completed.put(new Done(key, token, claim.attempts, claim.fingerprint, now + retention), now);
             }
+            steps.remove(key);
             done = true;
             return null;
         }
@@ -685,6 +718,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         public Claim apply(StoreKey key, Claim claim) {
             long now = ticker.getAsLong();
             Done done = completed.remove(key);
+            steps.remove(key);
             wasLive = claim != null ? claim.leasedAt(now) : done != null && done.liveAt(now);
             return null;
         }
@@ -708,6 +742,99 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             if (claim == null && done != null && qualifies(done, ticker.getAsLong(), withinNanos)) {
                 deleted = completed.remove(key, done.token);
             }
+            return claim;
+        }
+    }
+
+    /** One step's value and when it is forgotten (ticker time). Immutable. */
+    private record KeptStep(byte[] value, long until) {
+    }
+
+    /** The steps of one key. Immutable: a record is a new instance, swapped in under the key's lock. */
+    private record KeySteps(Map<String, KeptStep> byName) {
+
+        KeySteps with(String name, KeptStep step, long now) {
+            Map<String, KeptStep> next = new HashMap<>();
+            byName.forEach((n, kept) -> {
+                if (kept.until - now > 0) {
+                    next.put(n, kept);
+                }
+            });
+            next.put(name, step);
+            return new KeySteps(Map.copyOf(next));
+        }
+
+        boolean expiredAt(long now) {
+            for (KeptStep kept : byName.values()) {
+                if (kept.until - now > 0) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /** Reads the key's live steps under its lock, if the token owns its claim. */
+    private final class StepsRead implements BiFunction<StoreKey, Claim, Claim> {
+        private final long token;
+        Map<String, byte[]> read;
+
+        StepsRead(long token) {
+            this.token = token;
+        }
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            long now = ticker.getAsLong();
+            if (!claim.rememberedAt(now)) {
+                return null;
+            }
+            if (claim.token != token) {
+                return claim;
+            }
+            Map<String, byte[]> live = new HashMap<>();
+            KeySteps kept = steps.get(key);
+            if (kept != null) {
+                kept.byName().forEach((name, step) -> {
+                    if (step.until - now > 0) {
+                        live.put(name, step.value.clone());
+                    }
+                });
+            }
+            read = live;
+            return claim;
+        }
+    }
+
+    /**
+     * Records a step under the key's lock, if the token owns its claim: kept for the claim's retention after the
+     * earlier of now and its lease end, when the claim would be forgotten had it ended now.
+     */
+    private final class StepRecord implements BiFunction<StoreKey, Claim, Claim> {
+        private final long token;
+        private final String name;
+        private final byte[] value;
+        boolean done;
+
+        StepRecord(long token, String name, byte[] value) {
+            this.token = token;
+            this.name = name;
+            this.value = value;
+        }
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            long now = ticker.getAsLong();
+            if (!claim.rememberedAt(now)) {
+                return null;
+            }
+            if (claim.token != token) {
+                return claim;
+            }
+            long from = claim.leaseUntil - now > 0 ? now : claim.leaseUntil;
+            KeptStep step = new KeptStep(value, from + claim.retention);
+            steps.compute(key, (k, kept) -> kept == null ? new KeySteps(Map.of(name, step)) : kept.with(name, step, now));
+            done = true;
             return claim;
         }
     }

@@ -17,6 +17,7 @@ import dev.idem.spi.OutboxStore;
 import dev.idem.spi.PurgeBatch;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
+import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
@@ -82,9 +83,16 @@ import org.jdbi.v3.core.statement.Query;
  * PostgreSQL, which has no {@code DELETE ... LIMIT}, and passes over a row another transaction holds), its
  * condition tested on the row it deletes; it has more to do while a call deletes its whole limit. Both use the
  * database's clock.
+ *
+ * <p>As a {@link StepStore}: a message's durable steps are rows of the table beside the keys' ({@link StepTable}),
+ * written under the lock of the key's row, or beside a transactional run that holds that lock ({@link JdbcSteps}).
+ * A completion leaves them to be forgotten on their own, which they are no later than the completed key, and the
+ * purge deletes them once forgotten; {@code delete} deletes a key's steps with it, and {@code purge} the namespace's
+ * steps forgotten before the time it is given (every step of each key it deletes, and steps recorded longer ago
+ * than the time, of keys in flight).
  */
 final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupStore, OutboxStore,
-        SequencedDedupStore {
+        SequencedDedupStore, StepStore {
 
     /** Claims of keys whose rows another writer changed between our write and our read. */
     private static final int MAX_PASSES = 5;
@@ -104,6 +112,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     private final JdbcWatermarks watermarks;
     private final JdbcCalls calls;
     private final JdbcTransactionalRuns runs;
+    private final JdbcSteps steps;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     JdbcDedupStore(HikariDataSource dataSource, Jdbi jdbi, Dialect dialect, Failures failures, Purger purger) {
@@ -116,6 +125,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         this.outbox = new JdbcOutbox(calls, OutboxTable.of(dialect), failures);
         this.watermarks = new JdbcWatermarks(dialect);
         this.runs = new JdbcTransactionalRuns(calls, dialect, failures, watermarks);
+        this.steps = new JdbcSteps(calls, StepTable.of(dialect), failures);
     }
 
     // ------------------------------------------------------------------ claims
@@ -346,6 +356,22 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         return calls.call("record start", handle -> dialect.recordStart(handle, namespace, id, token));
     }
 
+    // ------------------------------------------------------------------ durable steps (JdbcSteps)
+
+    @Override
+    public Optional<Map<String, byte[]>> steps(StoreKey key, long token) {
+        Objects.requireNonNull(key, "key");
+        return steps.read(key, token);
+    }
+
+    @Override
+    public boolean recordStep(StoreKey key, long token, String name, byte[] value) {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(value, "value");
+        StepStore.check(name, value);
+        return steps.record(key, token, name, value);
+    }
+
     // ------------------------------------------------------------------ operator view
 
     @Override
@@ -374,6 +400,8 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             // A claim whose lease ran out is kept for its attempts; an operator's delete forgets those too.
             // Only such a row is deleted here, so a claim that took the key in between is left alone.
             handle.createUpdate(dialect.deleteOver()).bind(0, namespace).bind(1, id).execute();
+            // And its steps, so that the message processed again runs every step again.
+            handle.createUpdate(steps.table().deleteKey()).bind(0, namespace).bind(1, id).execute();
             return live;
         });
     }
@@ -480,7 +508,13 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             return new PurgeBatch(0, null);
         }
         long micros = ClaimRow.micros(within);
-        int deleted = calls.call("purging completed keys", handle -> dialect.purgeCompleted(handle, ns, micros, limit));
+        int deleted = calls.call("purging completed keys", handle -> {
+            int keys = dialect.purgeCompleted(handle, ns, micros, limit);
+            // The steps of every key deleted are forgotten before the time too (no later than their key): deleted
+            // with them, so that none is replayed to the key claimed afresh.
+            handle.createUpdate(steps.table().deleteExpiringWithin()).bind(0, ns).bind(1, micros).execute();
+            return keys;
+        });
         // Each call deletes from what is left, so there is no position to keep: only whether to call again.
         return new PurgeBatch(deleted, deleted < limit ? null : PURGE_AGAIN);
     }
@@ -489,13 +523,19 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
 
     @Override
     public Outcome runOnce(StoreKey key, String fingerprint, Duration retention, Work work) throws Exception {
-        return runs.runOnce(key, fingerprint, retention, null, false, work);
+        return runOnce(key, fingerprint, retention, null, false, work);
     }
 
     @Override
     public Outcome runOnce(StoreKey key, String fingerprint, Duration retention, SequenceAdvance advance,
             boolean waitForGaps, Work work) throws Exception {
-        return runs.runOnce(key, fingerprint, retention, advance, waitForGaps, work);
+        // While the run's transaction holds the key's row, its steps are recorded beside it (JdbcSteps).
+        steps.enter(key);
+        try {
+            return runs.runOnce(key, fingerprint, retention, advance, waitForGaps, work);
+        } finally {
+            steps.leave(key);
+        }
     }
 
     /** One transaction for all the members, a savepoint for each: see {@link JdbcTransactionalRuns#runGroup}. */
@@ -506,7 +546,19 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
 
     @Override
     public List<GroupResult> runGroup(List<GroupMember> members, Savepoints savepoints) {
-        return members.size() <= 1 ? OutboxStore.super.runGroup(members) : runs.runGroup(members, savepoints);
+        if (members.size() <= 1) {
+            return OutboxStore.super.runGroup(members);
+        }
+        for (GroupMember m : members) {
+            steps.enter(m.key());
+        }
+        try {
+            return runs.runGroup(members, savepoints);
+        } finally {
+            for (GroupMember m : members) {
+                steps.leave(m.key());
+            }
+        }
     }
 
     // ------------------------------------------------------------------ outbox (see JdbcOutbox)

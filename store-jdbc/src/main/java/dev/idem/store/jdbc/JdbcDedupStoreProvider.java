@@ -11,6 +11,7 @@ import dev.idem.spi.OutboxStore;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
 import dev.idem.spi.SequencedDedupStore;
+import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreContext;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.TransactionalDedupStore;
@@ -50,6 +51,11 @@ import org.jdbi.v3.core.Jdbi;
  * keys, purged with them once their retention passed. A completion raises its watermark in the key's transaction,
  * and in transactional mode the watermark is checked and raised in the handler's own transaction. {@code schema}
  * covers it as it covers the keys table, so {@code validate} needs it even where no pipeline guards sequences.
+ *
+ * <p>The store is also a {@link StepStore}: handlers' durable steps, one row per step, live in a fourth
+ * table named after the first with {@code _steps} added, each forgotten its claim's retention after it was recorded
+ * (no later than its key) and purged with the keys. {@code schema} covers it too, so {@code validate} needs it even
+ * where no handler records steps.
  *
  * <p>The store is also an {@link InspectableDedupStore}: its {@code stats} is one exact
  * {@code COUNT(*)} over the table's live rows, never truncated, whose cost grows with the table.
@@ -195,6 +201,8 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
             new SideTableSchema(jdbi, SideTableSchema.outbox(OutboxTable.of(dialect)), failures)
                     .prepare(config.get(SCHEMA));
             new SideTableSchema(jdbi, SideTableSchema.watermarks(WatermarkTable.of(dialect)), failures)
+                    .prepare(config.get(SCHEMA));
+            new SideTableSchema(jdbi, SideTableSchema.steps(StepTable.of(dialect)), failures)
                     .prepare(config.get(SCHEMA));
             Purger purger = new Purger(jdbi, dialect, config.get(PURGE_BATCH_SIZE), failures);
             purger.start(config.get(PURGE_INTERVAL));

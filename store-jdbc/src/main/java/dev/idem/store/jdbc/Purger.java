@@ -11,7 +11,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Deletes forgotten rows so that the table does not grow with every key ever seen (and, after the keys, the
- * forgotten sequence watermarks, so that their table does not grow with every aggregate ever seen). Each run deletes
+ * forgotten sequence watermarks, so that their table does not grow with every aggregate ever seen, and the forgotten
+ * durable steps). Each run deletes
  * in batches of a bounded size, each its own short statement, until a batch comes back short; so a
  * backlog is worked off without one long transaction holding locks or bloating the log. Runs on one
  * daemon thread, at a fixed delay; a failed run is logged and the next one tries again.
@@ -71,6 +72,15 @@ final class Purger implements AutoCloseable {
         return purge(WatermarkTable.of(dialect).purge(), "purging forgotten sequence watermarks");
     }
 
+    /**
+     * Deletes forgotten durable steps ({@link StepTable}), batch by batch, as {@link #purgeExpired} does keys.
+     *
+     * @throws StoreException when a batch fails
+     */
+    Run purgeExpiredSteps() {
+        return purge(StepTable.of(dialect).purge(), "purging forgotten steps");
+    }
+
     private Run purge(String sql, String operation) {
         long rows = 0;
         int batches = 0;
@@ -100,6 +110,11 @@ final class Purger implements AutoCloseable {
             if (watermarks.rows() > 0) {
                 log.debug("{}: purged {} forgotten sequence watermarks in {} batches", failures.where(),
                         watermarks.rows(), watermarks.batches());
+            }
+            Run steps = purgeExpiredSteps();
+            if (steps.rows() > 0) {
+                log.debug("{}: purged {} forgotten steps in {} batches", failures.where(), steps.rows(),
+                        steps.batches());
             }
         } catch (RuntimeException e) {
             // The next run tries again; claims are unaffected, since an expired row counts as absent.

@@ -14,7 +14,7 @@ import org.jdbi.v3.core.Jdbi;
 
 /**
  * What the store does at start about a table beside its keys table (the outbox, {@link OutboxTable}; the sequence
- * watermarks, {@link WatermarkTable}), as {@link Schema} does about the keys table and after it, following the same
+ * watermarks, {@link WatermarkTable}; the durable steps, {@link StepTable}), as {@link Schema} does about the keys table and after it, following the same
  * {@code store.jdbc.schema}: {@code create} it if absent and check it; {@code validate} that it exists with every
  * column and its primary key (and, where its rows are written without one, an id the database generates), naming
  * the statements that would create it; or trust it ({@code none}).
@@ -48,6 +48,13 @@ final class SideTableSchema {
                 WatermarkTable.KEY, "without it two transactions of one aggregate would not serialize on its watermark",
                 false, "The sequence guard keeps each aggregate's watermark there, and stores made before it lack the"
                         + " table.");
+    }
+
+    static Shape steps(StepTable table) {
+        return new Shape("steps", table.name, table.createTable(), StepTable.COLUMNS, StepTable.KEY,
+                "a message's steps are read and replaced through it", false,
+                "Handlers' durable steps (HandlerContext.step) are recorded there, and stores made before them lack"
+                        + " the table.");
     }
 
     private final Jdbi jdbi;

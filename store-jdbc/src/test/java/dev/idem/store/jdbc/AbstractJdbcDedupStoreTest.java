@@ -270,6 +270,7 @@ abstract class AbstractJdbcDedupStoreTest extends InspectableDedupStoreContract 
             // Which validate checks too; no version without the starts column made it.
             OutboxTable.of(Dialect.forUrl(database().url, old)).createTable().forEach(handle::execute);
             WatermarkTable.of(Dialect.forUrl(database().url, old)).createTable().forEach(handle::execute);
+            StepTable.of(Dialect.forUrl(database().url, old)).createTable().forEach(handle::execute);
         });
         try (DedupStore validated = create(database().config(old).with("schema", "validate"))) {
             validated.checkHealth();

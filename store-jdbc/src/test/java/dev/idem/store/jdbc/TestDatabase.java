@@ -88,6 +88,8 @@ final class TestDatabase {
             jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + OutboxTable.SUFFIX));
             // And the sequence watermarks (WatermarkTable).
             jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + WatermarkTable.SUFFIX));
+            // And the durable steps (StepTable).
+            jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + StepTable.SUFFIX));
         }
     }
 
