@@ -59,6 +59,15 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code java -jar bench/target/benchmarks.jar 'RedisStoreBenchmark.(claimAndComplete|claimAndCompleteAll|rawSetNxPx)$' -p batch=100 -p completers=1 -f 1 -wi 2 -i 3 -w 2 -r 3}
  * <br>The server's own limit (redis-benchmark, SET NX PX pipelined 64 deep):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.RedisServerLimit}
+ *
+ * <p>{@code waitReplicas} is the store's {@code wait.replicas}: 0 (the default) writes without waiting; 1 sends a
+ * {@code WAIT 1} behind every claim and completion, and needs a primary with a replica at
+ * {@code IDEM_BENCH_REDIS_URL}. What waiting costs, against a primary and a replica of your own:
+ * <pre>
+ * redis-server --port 6390 --save "" --appendonly no --daemonize yes
+ * redis-server --port 6391 --save "" --appendonly no --daemonize yes --replicaof 127.0.0.1 6390
+ * IDEM_BENCH_REDIS_URL=redis://127.0.0.1:6390 java -jar bench/target/benchmarks.jar  *     'RedisStoreBenchmark.(claim|claimAndComplete|claimAndCompleteAll)$' -p waitReplicas=0,1 -p batch=1,100  *     -p completers=1,16 -f 1 -wi 2 -i 3 -w 2 -r 3
+ * </pre>
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -75,6 +84,10 @@ public class RedisStoreBenchmark {
     @Param({"1", "100", "1000"})
     int batch;
 
+    /** The store's {@code wait.replicas}; 1 needs a replica of the server (see above). */
+    @Param({"0"})
+    int waitReplicas;
+
     private final String prefix = "idem-bench-" + UUID.randomUUID().toString().substring(0, 8) + ":";
     private DedupStore store;
     private RedisClient client;
@@ -86,7 +99,8 @@ public class RedisStoreBenchmark {
         DedupStoreProvider provider = ServiceLoader.load(DedupStoreProvider.class).stream()
                 .map(ServiceLoader.Provider::get).filter(p -> p.id().equals("redis")).findFirst().orElseThrow();
         store = provider.create(TestPluginConfig.defaults("store.redis", provider.configSpec())
-                .with("uri", URL).with("key-prefix", prefix), StoreContext.system());
+                .with("uri", URL).with("key-prefix", prefix).with("wait.replicas", waitReplicas),
+                StoreContext.system());
         client = RedisClient.create(URL);
         raw = client.connect(ByteArrayCodec.INSTANCE);
         // The raw client at its best: the whole batch leaves in one write.

@@ -19,7 +19,7 @@ import java.util.concurrent.ExecutionException;
  *
  * <p>Retriable: whatever can pass without a person (the connection is down or refused, a command timed
  * out, the server is loading, busy, read-only after a failover, out of memory, or the cluster is
- * resharding). Not retriable: what needs a person: credentials or ACL rules, keys under the prefix that
+ * resharding; fewer replicas than {@code wait.replicas} acknowledged a write). Not retriable: what needs a person: credentials or ACL rules, keys under the prefix that
  * another application wrote, a server that refuses scripts, a reply this store does not understand.
  *
  * <p>Immutable and thread-safe.
@@ -50,6 +50,9 @@ final class Failures {
 
     StoreException of(String operation, Throwable failure) {
         Throwable cause = unwrap(failure);
+        if (cause instanceof ReplicaWait.NotReplicated notReplicated) {
+            return notReplicated(operation, notReplicated);
+        }
         if (cause instanceof RedisCommandTimeoutException) {
             return timedOut(operation);
         }
@@ -76,6 +79,19 @@ final class Failures {
         return new StoreException("Redis at " + endpoint + " did not answer " + operation + " within "
                 + ConfigKey.formatDuration(timeout) + " (" + configPath + ".command-timeout). Whether it took "
                 + "effect is unknown; retrying is safe.", true);
+    }
+
+    /** A write the primary took whose replication {@link ReplicaWait} could not confirm: retriable. */
+    StoreException notReplicated(String operation, ReplicaWait.NotReplicated failure) {
+        String why = failure.reconnected
+                ? "but the connection was established again before its replicas confirmed it (a failover?), so whether"
+                        + " it reached them is unknown"
+                : "but only " + failure.acknowledged + " of the " + failure.required + " replicas " + configPath
+                        + ".wait.replicas asks for acknowledged it within " + ConfigKey.formatDuration(failure.timeout)
+                        + " (" + configPath + ".wait.timeout)";
+        return new StoreException("Redis at " + endpoint + " took " + operation + " " + why + ": a failover could lose"
+                + " it, so it does not count. Retrying is safe; check that the replicas run and keep up (INFO"
+                + " replication).", true, failure);
     }
 
     StoreException interrupted(String operation) {
@@ -113,14 +129,17 @@ final class Failures {
         String message = String.valueOf(refused.getMessage());
         int space = message.indexOf(' ');
         String code = (space < 0 ? message : message.substring(0, space)).toUpperCase(Locale.ROOT);
-        boolean retriable = !NEEDS_A_PERSON.contains(code) || message.contains("max number of clients");
+        // A WAIT sent to a primary demoted since (a failover) answers ERR too, and passes like a READONLY.
+        boolean retriable = !NEEDS_A_PERSON.contains(code) || message.contains("max number of clients")
+                || message.contains("WAIT cannot be used with replica");
         String hint;
         switch (code) {
             case "WRONGTYPE", "IDEMRECORD" -> hint = "Another application writes keys under " + configPath
                     + ".key-prefix: give Idem a prefix of its own.";
             case "NOAUTH", "WRONGPASS" -> hint = "Check " + configPath + ".username and " + configPath + ".password.";
             case "NOPERM" -> hint = "Grant the Redis user the commands EVALSHA, EVAL, SCRIPT, GET, SET, DEL, PTTL, TIME, PING"
-                    + " (and SCAN for store statistics, listing and purging)"
+                    + " (and SCAN for store statistics, listing and purging, WAIT with " + configPath
+                    + ".wait.replicas)"
                     + " on keys under " + configPath + ".key-prefix.";
             default -> hint = retriable ? "Retrying is safe." : "";
         }

@@ -12,12 +12,14 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.function.Supplier;
 
 /**
  * One of the store's Lua scripts ({@code record.lua} followed by the script's own file), called by its
  * SHA-1 with {@code EVALSHA}. A server that does not know the script (it restarted, failed over, or is a
  * cluster node added since) answers {@code NOSCRIPT}; the call is then sent again as {@code EVAL} with the
- * full text, which also caches the script there for the calls after it.
+ * full text, which also caches the script there for the calls after it. A write that waits for replicas sends
+ * its {@code WAIT} right behind the script, and again behind the {@code EVAL}, which the first one did not cover.
  *
  * <p>Immutable and thread-safe.
  */
@@ -55,10 +57,28 @@ final class LuaScript {
 
     <T> CompletableFuture<T> run(RedisClusterAsyncCommands<byte[], byte[]> redis, ScriptOutputType output,
             byte[][] keys, byte[]... args) {
+        return run(redis, null, output, keys, args);
+    }
+
+    /**
+     * Runs the script and, unless {@code behind} is {@code null}, sends what {@code behind} sends (a {@code WAIT},
+     * {@link ReplicaWait#behind}) right behind it on the same connection, without waiting for the script's answer.
+     * The answer is the script's once both answered; it fails as the script did, else as {@code behind}'s did.
+     */
+    <T> CompletableFuture<T> run(RedisClusterAsyncCommands<byte[], byte[]> redis,
+            Supplier<? extends CompletableFuture<?>> behind, ScriptOutputType output, byte[][] keys, byte[]... args) {
         CompletableFuture<T> bySha = redis.<T>evalsha(sha, output, keys, args).toCompletableFuture();
-        return bySha.exceptionallyCompose(failure -> unwrap(failure) instanceof RedisNoScriptException
-                ? redis.<T>eval(text, output, keys, args).toCompletableFuture()
-                : CompletableFuture.failedFuture(unwrap(failure)));
+        CompletableFuture<?> after = behind == null ? null : behind.get();
+        return bySha.handle((reply, failure) -> {
+            if (failure == null) {
+                return after == null ? bySha : after.thenApply(acknowledged -> reply);
+            }
+            if (!(unwrap(failure) instanceof RedisNoScriptException)) {
+                return CompletableFuture.<T>failedFuture(unwrap(failure));
+            }
+            CompletableFuture<T> byText = redis.<T>eval(text, output, keys, args).toCompletableFuture();
+            return behind == null ? byText : byText.thenCombine(behind.get(), (answer, acknowledged) -> answer);
+        }).thenCompose(answer -> answer);
     }
 
     private static Throwable unwrap(Throwable failure) {

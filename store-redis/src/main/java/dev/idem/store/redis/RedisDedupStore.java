@@ -15,6 +15,7 @@ import dev.idem.spi.KeyPage;
 import dev.idem.spi.PurgeBatch;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
+import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
@@ -30,13 +31,16 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * A {@link DedupStore} in Redis. See {@link RedisDedupStoreProvider} for configuration, the key layout and
@@ -85,10 +89,24 @@ import java.util.concurrent.TimeoutException;
  * {@link RedisWatermarks}, also for Cluster mode, where the two are atomic only when they share a slot.
  * {@code stats} skips watermark keys.
  *
+ * <p>As a {@link StepStore}: a message's durable steps are a hash of their own on the message key's slot
+ * ({@link RedisKeys#steps}), read and written by one script each ({@code steps.lua}, {@code record_step.lua}) that
+ * checks the claim's token in the same step, so a record and a takeover never interleave. The hash's TTL is the
+ * claim's retention after the earlier of the record and the claim's lease end (the longest any of its steps asked
+ * for): a completion leaves it to run out, which it does no later than the completed key's own TTL, a release
+ * leaves it for the next claim, and {@code delete} and {@code purge} delete it with its key. {@code stats} skips it.
+ *
+ * <p>With {@code wait.replicas} set, every write the runtime relies on (claim, complete, completeAll,
+ * completeAndAdvance, release, renew, recordStart, recordStep) sends a {@code WAIT} right behind its script and
+ * answers only once that many replicas acknowledged it; otherwise it fails retriably ({@link ReplicaWait}). The
+ * operator's writes ({@code delete}, {@code purge}) do not wait: one lost in a failover leaves a key that still counts as processed,
+ * which errs on the side of not running a handler. A claim that failed retriably after it was sent leaves its tokens
+ * to the next claim of its keys ({@link UnclaimedTokens}).
+ *
  * <p>Thread-safe: calls from any number of threads share one connection and are pipelined on it. Failures
  * are {@link dev.idem.spi.StoreException}s; see {@link Failures} for which are retriable.
  */
-final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStore {
+final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStore, StepStore {
 
     /** Longer leases and retentions are cut to this, so deadlines stay exact in Lua's doubles. */
     static final Duration LONGEST = Duration.ofDays(100 * 365);
@@ -101,9 +119,11 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     private static final LuaScript INSPECT = LuaScript.named("inspect");
     private static final LuaScript DELETE = LuaScript.named("delete");
     private static final LuaScript START = LuaScript.named("start");
+    private static final LuaScript STEPS = LuaScript.named("steps");
+    private static final LuaScript RECORD_STEP = LuaScript.named("record_step");
     private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, COMPLETE_ALL, RELEASE, RENEW, START,
             INSPECT, DELETE, RedisWatermarks.COMPLETE_ADVANCE, RedisWatermarks.RAISE, RedisListing.LIST,
-            RedisListing.PURGE);
+            RedisListing.PURGE, STEPS, RECORD_STEP);
 
     /** How many keys one {@code SCAN} call of {@link #stats()} asks for. */
     static final int STATS_PAGE = 1000;
@@ -125,10 +145,20 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     private final String keyPrefix;
     private final Failures failures;
     private final long waitNanos;
+    private final ReplicaWait replicas;
+    private final long writeWaitNanos;
+    private final UnclaimedTokens unclaimed = new UnclaimedTokens();
     private final RedisWatermarks watermarks;
     private final RedisListing listing;
 
+    /** Without waiting for replicas; for tests. */
     RedisDedupStore(RedisConnection connection, String keyPrefix, Failures failures, Duration commandTimeout) {
+        this(connection, keyPrefix, failures, commandTimeout, new ReplicaWait(0, Duration.ZERO, connection));
+    }
+
+    /** @param replicas what each claim, completion and other fenced write waits for ({@code wait.replicas}) */
+    RedisDedupStore(RedisConnection connection, String keyPrefix, Failures failures, Duration commandTimeout,
+            ReplicaWait replicas) {
         this.connection = connection;
         this.redis = connection.commands();
         this.keys = new RedisKeys(keyPrefix);
@@ -136,7 +166,10 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         this.failures = failures;
         // Lettuce fails a command itself after the command timeout; a NOSCRIPT fallback sends a second one.
         this.waitNanos = commandTimeout.multipliedBy(2).toNanos();
-        this.watermarks = new RedisWatermarks(this, connection, keys, failures, waitNanos);
+        this.replicas = replicas;
+        // A write's WAIT may be held that much longer by the server.
+        this.writeWaitNanos = waitNanos + replicas.extraNanos();
+        this.watermarks = new RedisWatermarks(this, connection, keys, failures, writeWaitNanos);
         this.listing = new RedisListing(this, connection, keys, failures, waitNanos);
     }
 
@@ -156,6 +189,16 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         return EvictionCheck.warn(this, connection, failures, waitNanos);
     }
 
+    /** Logs, and answers, a warning when fewer replicas than {@code wait.replicas} are connected; see {@link ReplicaWait}. */
+    List<String> warnIfTooFewReplicas() {
+        return replicas.warnIfTooFewReplicas(this, failures, waitNanos);
+    }
+
+    /** What each write sends right behind it, or {@code null}: read before the write is sent (see {@link ReplicaWait}). */
+    Supplier<CompletableFuture<Long>> replicated() {
+        return replicas.behind();
+    }
+
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
         int size = requests.size();
@@ -164,30 +207,53 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         }
         byte[][] redisKeys = new byte[size][];
         long[] tokens = new long[size];
+        long[] reusableUntil = new long[size];
+        long sent = System.nanoTime();
         for (int i = 0; i < size; i++) {
-            redisKeys[i] = keys.encode(requests.get(i).key());
-            // Not INCR of a counter key in Redis (FencingTokens says why not a counter at all): in Cluster mode no
-            // one key shares the hash slot of every batch's keys, and a token drawn here costs the server nothing.
-            tokens[i] = FencingTokens.next();
+            ClaimRequest request = requests.get(i);
+            redisKeys[i] = keys.encode(request.key());
+            UnclaimedTokens.Entry again = unclaimed.take(request, sent);
+            if (again != null) {
+                tokens[i] = again.token();
+                reusableUntil[i] = again.reusableUntil();
+            } else {
+                // Not INCR of a counter key in Redis (FencingTokens says why not a counter at all): in Cluster mode no
+                // one key shares the hash slot of every batch's keys, and a token drawn here costs the server nothing.
+                tokens[i] = FencingTokens.next();
+                reusableUntil[i] = UnclaimedTokens.reusableUntil(request, sent);
+            }
         }
         int[][] groups = connection.cluster() ? bySlot(redisKeys) : oneGroup(redisKeys);
+        Supplier<CompletableFuture<Long>> behind = replicas.behind();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(CLAIM.run(redis, ScriptOutputType.MULTI, keysOf(group, redisKeys),
+            replies.add(CLAIM.run(redis, behind, ScriptOutputType.MULTI, keysOf(group, redisKeys),
                     claimArgs(group, requests, tokens)));
         }
         String operation = "a claim of " + size + (size == 1 ? " key" : " keys");
-        long deadline = System.nanoTime() + waitNanos;
+        long deadline = System.nanoTime() + writeWaitNanos;
         ClaimResult[] results = new ClaimResult[size];
         for (int g = 0; g < groups.length; g++) {
-            decode(groups[g], await(replies.get(g), operation, deadline), tokens, results, operation);
+            List<Object> reply;
+            try {
+                reply = await(replies.get(g), operation, deadline);
+            } catch (StoreException e) {
+                if (e.retriable()) {
+                    // The script may have run, or run unreplicated: the next claim of these keys sends these tokens.
+                    for (int i = 0; i < size; i++) {
+                        unclaimed.remember(requests.get(i), tokens[i], reusableUntil[i]);
+                    }
+                }
+                throw e;
+            }
+            decode(groups[g], reply, tokens, results, operation);
         }
         return List.of(results);
     }
 
     @Override
     public boolean complete(StoreKey key, long token, Duration retention) {
-        return yes(COMPLETE, "a complete", key, ascii(token), ascii(millis(retention)));
+        return yes(COMPLETE, true, "a complete", key, ascii(token), ascii(millis(retention)));
     }
 
     @Override
@@ -221,13 +287,14 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
             redisKeys[i] = keys.encode(requests.get(i).key());
         }
         int[][] groups = connection.cluster() ? bySlot(redisKeys) : oneGroup(redisKeys);
+        Supplier<CompletableFuture<Long>> behind = replicas.behind();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(COMPLETE_ALL.run(redis, ScriptOutputType.MULTI, keysOf(group, redisKeys),
+            replies.add(COMPLETE_ALL.run(redis, behind, ScriptOutputType.MULTI, keysOf(group, redisKeys),
                     completionArgs(group, requests)));
         }
         String operation = "a completion of " + size + (size == 1 ? " key" : " keys");
-        long deadline = System.nanoTime() + waitNanos;
+        long deadline = System.nanoTime() + writeWaitNanos;
         CompletionResult[] results = new CompletionResult[size];
         StoreException firstFailure = null;
         int failedGroups = 0;
@@ -251,7 +318,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
 
     @Override
     public boolean release(StoreKey key, long token) {
-        return yes(RELEASE, "a release", key, ascii(token));
+        return yes(RELEASE, true, "a release", key, ascii(token));
     }
 
     @Override
@@ -259,18 +326,66 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         if (lease.isNegative() || lease.isZero()) {
             throw new IllegalArgumentException("lease must be positive: " + lease);
         }
-        return yes(RENEW, "a renewal", key, ascii(token), ascii(micros(lease)));
+        return yes(RENEW, true, "a renewal", key, ascii(token), ascii(micros(lease)));
     }
 
     @Override
     public int recordStart(StoreKey key, long token) {
         String operation = describe("recording a start", key);
-        Object reply = await(START.run(redis, ScriptOutputType.INTEGER, new byte[][] {keys.encode(key)}, ascii(token)),
-                operation, System.nanoTime() + waitNanos);
+        Supplier<CompletableFuture<Long>> behind = replicas.behind();
+        Object reply = await(START.run(redis, behind, ScriptOutputType.INTEGER, new byte[][] {keys.encode(key)},
+                ascii(token)), operation, System.nanoTime() + writeWaitNanos);
         if (reply instanceof Long starts && starts >= 0 && starts <= Integer.MAX_VALUE) {
             return starts.intValue();
         }
         throw failures.unexpectedReply(operation, reply);
+    }
+
+    @Override
+    public Optional<Map<String, byte[]>> steps(StoreKey key, long token) {
+        Objects.requireNonNull(key, "key");
+        String operation = describe("reading the steps", key);
+        List<Object> reply = await(STEPS.run(redis, ScriptOutputType.MULTI, stepKeys(key, operation), ascii(token)),
+                operation, System.nanoTime() + waitNanos);
+        if (reply == null || reply.isEmpty()) {
+            return Optional.empty();
+        }
+        if (!Long.valueOf(1).equals(reply.get(0)) || reply.size() % 2 != 1) {
+            throw failures.unexpectedReply(operation, reply.size() + " values");
+        }
+        Map<String, byte[]> steps = new HashMap<>();
+        for (int i = 1; i < reply.size(); i += 2) {
+            if (!(reply.get(i) instanceof byte[] name) || !(reply.get(i + 1) instanceof byte[] value)) {
+                throw failures.unexpectedReply(operation, "a step that is not a name and a value");
+            }
+            steps.put(RedisKeys.text(name, 0), value);
+        }
+        return Optional.of(steps);
+    }
+
+    @Override
+    public boolean recordStep(StoreKey key, long token, String name, byte[] value) {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(value, "value");
+        StepStore.check(name, value);
+        String operation = describe("recording step '" + abbreviate(name) + "'", key);
+        Supplier<CompletableFuture<Long>> behind = replicas.behind();
+        return yes(await(RECORD_STEP.run(redis, behind, ScriptOutputType.INTEGER, stepKeys(key, operation),
+                ascii(token), RedisKeys.utf8(name), value), operation, System.nanoTime() + writeWaitNanos), operation);
+    }
+
+    /**
+     * The message key and its steps key, for a script that touches both: in Cluster mode on one slot, which a
+     * prefix opening with empty braces ({@code {}}) makes impossible.
+     */
+    private byte[][] stepKeys(StoreKey key, String operation) {
+        if (connection.cluster() && !keys.stepsOnSlot(key)) {
+            throw new StoreException(failures.endpoint() + ": " + operation + " is impossible in Cluster mode with"
+                    + " key-prefix '" + keyPrefix + "': its first braces hold nothing, so Redis hashes whole keys and"
+                    + " no key of the steps can share the message key's slot. Remove the empty braces or put a name"
+                    + " in them (\"{idem}:\")", false);
+        }
+        return new byte[][] {keys.encode(key), keys.steps(key)};
     }
 
     @Override
@@ -297,7 +412,11 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     @Override
     public boolean delete(StoreKey key) {
         Objects.requireNonNull(key, "key");
-        return yes(DELETE, "a delete", key);
+        String operation = describe("a delete", key);
+        byte[][] both = connection.cluster() && !keys.stepsOnSlot(key) ? new byte[][] {keys.encode(key)}
+                : new byte[][] {keys.encode(key), keys.steps(key)};
+        return yes(await(DELETE.run(redis, ScriptOutputType.INTEGER, both), operation, System.nanoTime() + waitNanos),
+                operation);
     }
 
     @Override
@@ -329,7 +448,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         while (true) {
             List<CompletableFuture<byte[]>> values = new ArrayList<>(cursor.getKeys().size());
             for (byte[] key : cursor.getKeys()) {
-                if (!keys.isWatermark(key)) {
+                if (!keys.isWatermark(key) && !keys.isSteps(key)) {
                     values.add(redis.get(key).toCompletableFuture());
                 }
             }
@@ -408,11 +527,15 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
                 + ", key-prefix=" + keyPrefix + "]";
     }
 
-    /** Runs a one-key script answering 1 (yes) or 0 (no). */
-    private boolean yes(LuaScript script, String what, StoreKey key, byte[]... args) {
+    /**
+     * Runs a one-key script answering 1 (yes) or 0 (no); {@code replicated}: a write that waits for replicas when
+     * {@code wait.replicas} asks for it.
+     */
+    private boolean yes(LuaScript script, boolean replicated, String what, StoreKey key, byte[]... args) {
         String operation = describe(what, key);
-        return yes(await(script.run(redis, ScriptOutputType.INTEGER, new byte[][] {keys.encode(key)}, args),
-                operation, System.nanoTime() + waitNanos), operation);
+        Supplier<CompletableFuture<Long>> behind = replicated ? replicas.behind() : null;
+        return yes(await(script.run(redis, behind, ScriptOutputType.INTEGER, new byte[][] {keys.encode(key)}, args),
+                operation, System.nanoTime() + (replicated ? writeWaitNanos : waitNanos)), operation);
     }
 
     private boolean yes(Object reply, String operation) {

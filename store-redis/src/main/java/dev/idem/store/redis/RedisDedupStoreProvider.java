@@ -56,6 +56,18 @@ import java.util.Objects;
  * between the braces. Note that Redis also takes a {@code {...}} inside a namespace or message key as a
  * hash tag when the prefix holds none; that only changes where the key lives.
  *
+ * <h2>Replicas and failover</h2>
+ * Redis replicates asynchronously: a claim or completion the primary acknowledged can be missing on the replica a
+ * failover promotes, and its message then runs twice (a lost claim lets another consumer run the key beside its
+ * owner; a lost completion lets a redelivery run it again after the ack). With {@code wait.replicas: n} every
+ * write the runtime relies on (claims, completions, releases, renewals, recorded starts) sends a {@code WAIT n
+ * timeout} right behind it on the same connection, and fails retriably unless {@code n} replicas acknowledged it
+ * within {@code wait.timeout}; see {@code ReplicaWait}. A claim that failed after it was sent (a timeout, a lost
+ * connection, too few acknowledgements) leaves its tokens for the next claim of the same keys, which then holds
+ * what the failed one may have taken instead of finding it in progress (see {@code UnclaimedTokens}). With a
+ * {@code redis-sentinel://} URI the client asks the Sentinels for the primary at every (re)connection, so it
+ * follows a failover once its connection to the old primary drops.
+ *
  * <h2>Failures</h2>
  * An unreachable server, a timeout ({@code command-timeout}), a server loading, busy or read-only after a
  * failover are retriable {@link dev.idem.spi.StoreException}s; wrong credentials, missing ACL rights or
@@ -129,6 +141,27 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
             .doc("With rediss://: a PEM file of the CA certificates to trust (e.g. a private CA's), instead "
                     + "of the JVM's trust store.");
 
+    /** {@code store.redis.wait.replicas}: how many replicas must acknowledge each write before it counts. */
+    public static final ConfigKey<Integer> WAIT_REPLICAS = ConfigKey.integer("wait.replicas")
+            .defaultValue(0)
+            .atLeast(0)
+            .doc("How many replicas must have acknowledged each claim, completion, release, renewal and recorded "
+                    + "start before the store answers it (a Redis WAIT sent right behind the write, on the same "
+                    + "connection). Redis replicates asynchronously: a write the primary acknowledged and a failover "
+                    + "lost lets a message run twice. When fewer replicas acknowledge within wait.timeout, the call "
+                    + "fails with a retriable store error, so no handler runs on such a claim and no message is "
+                    + "acked on such a completion; the pipeline tries again. 0 waits for none. Not with "
+                    + "cluster: true.");
+
+    /** {@code store.redis.wait.timeout}: how long a write waits for its replicas. */
+    public static final ConfigKey<Duration> WAIT_TIMEOUT = ConfigKey.duration("wait.timeout")
+            .defaultValue(Duration.ofSeconds(1))
+            .atLeast(Duration.ofMillis(1))
+            .atMost(Duration.ofMinutes(1))
+            .doc("With wait.replicas: how long a write waits for its replicas before it fails (retriably). The "
+                    + "wait holds the store's one connection, so the calls behind it wait too: it must be less than "
+                    + "command-timeout.");
+
     private static final ConfigSpec SPEC = ConfigSpec.builder()
             .define(URI)
             .define(USERNAME)
@@ -138,6 +171,8 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
             .define(CLUSTER)
             .define(TLS_VERIFY_PEER)
             .define(TLS_CA_CERTIFICATES)
+            .define(WAIT_REPLICAS)
+            .define(WAIT_TIMEOUT)
             .build();
 
     /** For {@link java.util.ServiceLoader}. */
@@ -156,7 +191,8 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
 
     /**
      * Checks the keys together without connecting: a URI the client cannot parse, Sentinel with {@code cluster},
-     * a username without password, TLS settings without {@code rediss://}, an unreadable CA file.
+     * a username without password, TLS settings without {@code rediss://}, an unreadable CA file, waiting for
+     * replicas in Cluster mode or for longer than {@code command-timeout}.
      */
     @Override
     public List<ConfigProblem> validate(PluginConfig config) {
@@ -167,6 +203,7 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         if (uri != null) {
             ssl(config, uri, endpoint, problems);
         }
+        replicaWait(config, problems);
         return problems;
     }
 
@@ -185,22 +222,27 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         List<ConfigProblem> problems = new ArrayList<>();
         RedisURI uri = uri(config, endpoint, problems);
         SslOptions ssl = uri == null ? null : ssl(config, uri, endpoint, problems);
+        replicaWait(config, problems);
         ConfigProblem.throwIfAny(problems);
         boolean cluster = config.get(CLUSTER);
         Duration timeout = config.get(COMMAND_TIMEOUT);
         uri.setTimeout(timeout);
+        int waitReplicas = config.get(WAIT_REPLICAS);
+        Duration waitTimeout = waitReplicas > 0 ? config.get(WAIT_TIMEOUT) : Duration.ZERO;
 
         Failures failures = new Failures(endpoint, path, timeout);
         RedisConnection connection;
         try {
-            connection = RedisConnection.open(uri, cluster, timeout, ssl);
+            connection = RedisConnection.open(uri, cluster, timeout, waitTimeout, ssl);
         } catch (RuntimeException e) {
             throw failures.of("the first connection", e);
         }
         try {
-            RedisDedupStore store = new RedisDedupStore(connection, config.get(KEY_PREFIX), failures, timeout);
+            RedisDedupStore store = new RedisDedupStore(connection, config.get(KEY_PREFIX), failures, timeout,
+                    new ReplicaWait(waitReplicas, waitTimeout, connection));
             store.loadScripts();
             store.warnIfKeysMayBeEvicted();
+            store.warnIfTooFewReplicas();
             return store;
         } catch (RuntimeException e) {
             connection.close();
@@ -241,6 +283,32 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
             }
         }
         return uri;
+    }
+
+    /**
+     * Adds what keeps {@code wait.*} from working as asked: Cluster mode, where a batch's writes go to several
+     * primaries and one {@code WAIT} cannot follow them; a wait as long as {@code command-timeout}, which would time
+     * out the calls queued behind it on the store's one connection before it fails itself.
+     */
+    private static void replicaWait(PluginConfig config, List<ConfigProblem> problems) {
+        int replicas = config.get(WAIT_REPLICAS);
+        if (replicas == 0) {
+            return;
+        }
+        String path = config.path();
+        if (config.get(CLUSTER)) {
+            problems.add(new ConfigProblem(path + ".wait.replicas", path + ".wait.replicas is " + replicas + " but "
+                    + path + ".cluster is true: waiting for replicas works with one primary (standalone or "
+                    + "Sentinel), not with a Redis Cluster, whose batches write to several; set it to 0"));
+        }
+        Duration wait = config.get(WAIT_TIMEOUT);
+        Duration command = config.get(COMMAND_TIMEOUT);
+        if (wait.compareTo(command) >= 0) {
+            problems.add(new ConfigProblem(path + ".wait.timeout", path + ".wait.timeout ("
+                    + ConfigKey.formatDuration(wait) + ") must be less than " + path + ".command-timeout ("
+                    + ConfigKey.formatDuration(command) + "): a write waiting for its replicas holds the store's one "
+                    + "connection, and the calls behind it would time out first; lower it or raise command-timeout"));
+        }
     }
 
     /** The TLS options, or {@code null} for the JVM's defaults or when a problem was added to {@code problems}. */

@@ -1,6 +1,8 @@
 package dev.idem.store.redis;
 
 import dev.idem.spi.StoreKey;
+import io.lettuce.core.cluster.SlotHash;
+import io.lettuce.core.codec.CRC16;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -18,7 +20,8 @@ import java.util.Arrays;
  * <p>A sequence guard's watermark is its own key, {@code <prefix>seq:<namespace length>:<namespace>:<aggregate>}
  * (e.g. {@code idem:seq:8:payments:account-7}): after the prefix a message key starts with a digit and a watermark
  * with {@code seq:}, so no aggregate's watermark can ever be read as a message key or the other way round, and
- * the namespace's length keeps namespace and aggregate apart as it does for message keys.
+ * the namespace's length keeps namespace and aggregate apart as it does for message keys. A message's durable steps
+ * are a hash of their own, {@link #steps}, on the message key's hash slot.
  *
  * <p>Immutable and thread-safe.
  */
@@ -28,7 +31,12 @@ final class RedisKeys {
     private static final byte[] WATERMARK = "seq:".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] MESSAGE = new byte[0];
 
+    /** What follows the prefix in a steps key, up to its tag. */
+    private static final byte[] STEPS = "steps:{".getBytes(StandardCharsets.US_ASCII);
+
     private final byte[] prefix;
+    /** {@link #stepsTag}'s table, made at the first use; racing threads make the same table. */
+    private volatile byte[][] stepsTags;
 
     RedisKeys(String prefix) {
         this.prefix = utf8(prefix);
@@ -121,6 +129,115 @@ final class RedisKeys {
             }
         }
         return true;
+    }
+
+    /**
+     * The key of {@code key}'s durable steps, {@code <prefix>steps:{<tag>}:<namespace length>:<namespace>:<id>}: a
+     * hash of step names to values. The tag is chosen for the message key's hash slot, so that both sit on one slot
+     * and one script reads or writes them together in Cluster mode (see {@link #stepsTag}); on a standalone server it
+     * only costs its few bytes. After the prefix a message key starts with a digit, a watermark with {@code seq:}
+     * and a steps key with {@code steps:}, so none is ever read as another.
+     */
+    byte[] steps(StoreKey key) {
+        return stepsOf(encode(key));
+    }
+
+    /** {@link #steps} of the message key {@code message}, one under this prefix. */
+    byte[] stepsOf(byte[] message) {
+        byte[] tag = stepsTag(SlotHash.getSlot(message));
+        byte[] out = new byte[prefix.length + STEPS.length + tag.length + 2 + message.length - prefix.length];
+        int at = put(out, 0, prefix);
+        at = put(out, at, STEPS);
+        at = put(out, at, tag);
+        out[at++] = '}';
+        out[at++] = ':';
+        System.arraycopy(message, prefix.length, out, at, message.length - prefix.length);
+        return out;
+    }
+
+    /** Whether {@code key}, one under this prefix, is a steps key rather than a message key. */
+    boolean isSteps(byte[] key) {
+        return key.length >= prefix.length + STEPS.length
+                && Arrays.equals(key, prefix.length, prefix.length + STEPS.length, STEPS, 0, STEPS.length);
+    }
+
+    /**
+     * A tag that puts a steps key on {@code slot}. Redis hashes what lies between a key's first {@code '{'} and the
+     * first {@code '}'} after it, when that is not empty, and the whole key otherwise. So: when the prefix holds a
+     * whole tag, message and steps keys share it and any tag will do; when it holds none, the steps key's tag is
+     * ours alone, and a table gives for each slot a short tag that hashes to it; when the prefix opens a brace it
+     * never closes, what Redis hashes is the rest of the prefix, {@code steps:{} and our tag, and the table is made
+     * for that. A prefix whose first braces are empty ({@code {}}) makes Redis hash whole keys: no tag can then
+     * choose the slot, and {@link RedisDedupStore} refuses steps in Cluster mode (see {@link #stepsOnSlot}).
+     */
+    private byte[] stepsTag(int slot) {
+        byte[][] table = stepsTags;
+        if (table == null) {
+            table = stepsTags = tagTable(hashedBeforeTag());
+        }
+        return table.length == 1 ? table[0] : table[slot];
+    }
+
+    /** Whether the steps key of a message key lies on its slot; false only for a prefix opening with {@code {}}. */
+    boolean stepsOnSlot(StoreKey key) {
+        return stepsOnSlot(encode(key));
+    }
+
+    /** {@link #stepsOnSlot(StoreKey)} of the message key {@code message}. */
+    boolean stepsOnSlot(byte[] message) {
+        return SlotHash.getSlot(message) == SlotHash.getSlot(stepsOf(message));
+    }
+
+    /**
+     * What Redis hashes of a steps key before our tag: empty when the prefix holds no brace; the rest of the prefix
+     * and {@code steps:{} when it opens one it never closes; {@code null} when the prefix decides the slot (or,
+     * for {@code {}}, nothing can).
+     */
+    private byte[] hashedBeforeTag() {
+        int open = indexOf(prefix, (byte) '{', 0);
+        if (open < 0) {
+            return new byte[0];
+        }
+        if (indexOf(prefix, (byte) '}', open + 1) >= 0) {
+            return null;
+        }
+        byte[] rest = Arrays.copyOfRange(prefix, open + 1, prefix.length);
+        byte[] out = Arrays.copyOf(rest, rest.length + STEPS.length);
+        System.arraycopy(STEPS, 0, out, rest.length, STEPS.length);
+        return out;
+    }
+
+    /**
+     * For each slot, a short tag that makes {@code before} plus the tag hash to it: base-36 numbers tried in turn
+     * until every slot has one (about 170,000 CRC16s, a few milliseconds, once per store). One tag for every slot
+     * when {@code before} is {@code null}.
+     */
+    private static byte[][] tagTable(byte[] before) {
+        if (before == null) {
+            return new byte[][] {"0".getBytes(StandardCharsets.US_ASCII)};
+        }
+        byte[][] table = new byte[SlotHash.SLOT_COUNT][];
+        int left = table.length;
+        byte[] candidate = Arrays.copyOf(before, before.length + 8);
+        for (long n = 0; left > 0; n++) {
+            byte[] tag = Long.toString(n, 36).getBytes(StandardCharsets.US_ASCII);
+            System.arraycopy(tag, 0, candidate, before.length, tag.length);
+            int slot = CRC16.crc16(candidate, 0, before.length + tag.length) % SlotHash.SLOT_COUNT;
+            if (table[slot] == null) {
+                table[slot] = tag;
+                left--;
+            }
+        }
+        return table;
+    }
+
+    private static int indexOf(byte[] bytes, byte b, int from) {
+        for (int i = from; i < bytes.length; i++) {
+            if (bytes[i] == b) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     /** Whether {@code key}, one under this prefix, is a watermark's rather than a message key's. */

@@ -304,8 +304,15 @@ final class RedisListing {
         int[][] groups = connection.cluster() ? RedisDedupStore.bySlot(redisKeys) : RedisDedupStore.oneGroup(redisKeys);
         List<CompletableFuture<Long>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(PURGE.run(connection.commands(), ScriptOutputType.INTEGER,
-                    RedisDedupStore.keysOf(group, redisKeys), RedisDedupStore.ascii(withinMillis)));
+            // Each key's steps go with it (purge.lua's second half of KEYS): on its slot, or, where a prefix opening
+            // with empty braces put them elsewhere (no step could be recorded then), the key itself a second time.
+            byte[][] both = Arrays.copyOf(RedisDedupStore.keysOf(group, redisKeys), 2 * group.length);
+            for (int j = 0; j < group.length; j++) {
+                byte[] key = both[j];
+                both[group.length + j] = !connection.cluster() || keys.stepsOnSlot(key) ? keys.stepsOf(key) : key;
+            }
+            replies.add(PURGE.run(connection.commands(), ScriptOutputType.INTEGER, both,
+                    RedisDedupStore.ascii(withinMillis)));
         }
         long deadline = System.nanoTime() + waitNanos;
         long deleted = 0;

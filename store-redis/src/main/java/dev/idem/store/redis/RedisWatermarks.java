@@ -15,6 +15,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 
 /**
  * The sequence guard's watermarks of a {@link RedisDedupStore}: one Redis string per aggregate (see
@@ -40,6 +41,8 @@ import java.util.concurrent.CompletableFuture;
  * aggregate's next event then waits as if for a gap (or, where gaps are accepted, runs). A hash tag in the
  * watermark key would not help: no single slot holds all the keys of an aggregate's events, and a tag per
  * namespace would pile a pipeline's watermarks onto one node.
+ *
+ * <p>Both scripts are writes that wait for replicas when {@code wait.replicas} asks for it ({@link ReplicaWait}).
  *
  * <p>Thread-safe: it holds nothing but the store's connection.
  */
@@ -114,9 +117,10 @@ final class RedisWatermarks {
             }
         }
         int[][] groups = cluster ? RedisDedupStore.bySlot(messageKeys) : RedisDedupStore.oneGroup(messageKeys);
+        Supplier<CompletableFuture<Long>> behind = store.replicated();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(completeAndRaise(group, requests, messageKeys, watermarkKeys, later));
+            replies.add(completeAndRaise(group, requests, messageKeys, watermarkKeys, later, behind));
         }
         String operation = "a completion with sequence advances of " + size + (size == 1 ? " key" : " keys");
         long deadline = System.nanoTime() + waitNanos;
@@ -144,7 +148,7 @@ final class RedisWatermarks {
 
     /** One {@code complete_advance.lua} call for a group of keys on one slot (all keys, standalone). */
     private CompletableFuture<List<Object>> completeAndRaise(int[] group, List<CompletionRequest> requests,
-            byte[][] messageKeys, byte[][] watermarkKeys, boolean[] later) {
+            byte[][] messageKeys, byte[][] watermarkKeys, boolean[] later, Supplier<CompletableFuture<Long>> behind) {
         List<byte[]> scriptKeys = new ArrayList<>(group.length * 2);
         for (int i : group) {
             scriptKeys.add(messageKeys[i]);
@@ -174,7 +178,7 @@ final class RedisWatermarks {
             args[a + 3] = RedisDedupStore.ascii(advance.number());
             args[a + 4] = RedisDedupStore.ascii(RedisDedupStore.millis(advance.retention()));
         }
-        return COMPLETE_ADVANCE.run(redis, ScriptOutputType.MULTI, scriptKeys.toArray(new byte[0][]), args);
+        return COMPLETE_ADVANCE.run(redis, behind, ScriptOutputType.MULTI, scriptKeys.toArray(new byte[0][]), args);
     }
 
     /**
@@ -198,6 +202,7 @@ final class RedisWatermarks {
             raised[p] = watermarkKeys[pending.get(p)];
         }
         int[][] groups = RedisDedupStore.bySlot(raised);
+        Supplier<CompletableFuture<Long>> behind = store.replicated();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
             byte[][] args = new byte[2 * group.length][];
@@ -206,7 +211,7 @@ final class RedisWatermarks {
                 args[2 * j] = RedisDedupStore.ascii(advance.number());
                 args[2 * j + 1] = RedisDedupStore.ascii(RedisDedupStore.millis(advance.retention()));
             }
-            replies.add(RAISE.run(redis, ScriptOutputType.MULTI, RedisDedupStore.keysOf(group, raised), args));
+            replies.add(RAISE.run(redis, behind, ScriptOutputType.MULTI, RedisDedupStore.keysOf(group, raised), args));
         }
         String operation = "raising " + raised.length + (raised.length == 1 ? " watermark" : " watermarks")
                 + " on other slots than their completed keys";

@@ -39,12 +39,14 @@ class RedisDedupStoreProviderTest {
         var spec = PROVIDER.configSpec();
 
         assertThat(spec.names()).containsExactly("uri", "username", "password", "key-prefix", "command-timeout",
-                "cluster", "tls.verify-peer", "tls.ca-certificates");
+                "cluster", "tls.verify-peer", "tls.ca-certificates", "wait.replicas", "wait.timeout");
         assertThat(spec.key("uri").defaultValue()).isEqualTo("redis://127.0.0.1:6379");
         assertThat(spec.key("key-prefix").defaultValue()).isEqualTo("idem:");
         assertThat(spec.key("command-timeout").defaultValue()).isEqualTo(Duration.ofSeconds(2));
         assertThat(spec.key("cluster").defaultValue()).isEqualTo(false);
         assertThat(spec.key("tls.verify-peer").defaultValue()).isEqualTo(true);
+        assertThat(spec.key("wait.replicas").defaultValue()).isEqualTo(0);
+        assertThat(spec.key("wait.timeout").defaultValue()).isEqualTo(Duration.ofSeconds(1));
         assertThat(spec.key("password").type()).isEqualTo(ConfigKey.Type.SECRET);
         assertThat(spec.key("password").defaultValue()).isNull();
         assertThat(spec.keys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
@@ -80,6 +82,33 @@ class RedisDedupStoreProviderTest {
                 .hasMessage("Invalid value '' for store.redis.key-prefix: must not be empty");
         assertThatThrownBy(() -> defaults().with("command-timeout", "0"))
                 .hasMessage("Invalid value '0' for store.redis.command-timeout: must be at least 1ms");
+        assertThatThrownBy(() -> defaults().with("wait.replicas", "-1"))
+                .hasMessage("Invalid value '-1' for store.redis.wait.replicas: must be at least 0");
+        assertThatThrownBy(() -> defaults().with("wait.timeout", "0"))
+                .hasMessage("Invalid value '0' for store.redis.wait.timeout: must be at least 1ms");
+    }
+
+    @Test
+    void waitingForReplicasIsRefusedInClusterModeAndForAsLongAsTheCommandTimeout() {
+        assertThat(PROVIDER.validate(defaults().with("uri", "redis://127.0.0.1:1").with("wait.replicas", 1)
+                .with("cluster", true))).singleElement().extracting(ConfigProblem::message)
+                .isEqualTo("store.redis.wait.replicas is 1 but store.redis.cluster is true: waiting for replicas works"
+                        + " with one primary (standalone or Sentinel), not with a Redis Cluster, whose batches write to"
+                        + " several; set it to 0");
+        assertThat(PROVIDER.validate(defaults().with("uri", "redis://127.0.0.1:1").with("wait.replicas", 2)
+                .with("wait.timeout", "2s"))).singleElement().extracting(ConfigProblem::message)
+                .isEqualTo("store.redis.wait.timeout (2s) must be less than store.redis.command-timeout (2s): a write"
+                        + " waiting for its replicas holds the store's one connection, and the calls behind it would"
+                        + " time out first; lower it or raise command-timeout");
+        assertThatThrownBy(() -> PROVIDER.create(defaults().with("wait.replicas", 1).with("command-timeout", "500ms"),
+                StoreContext.system()))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("store.redis.wait.timeout (1s) must be less than store.redis.command-timeout");
+        // Without waiting, neither matters.
+        assertThat(PROVIDER.validate(defaults().with("uri", "redis://127.0.0.1:1").with("cluster", true)
+                .with("wait.timeout", "5s"))).isEmpty();
+        assertThat(PROVIDER.validate(defaults().with("uri", "redis-sentinel://127.0.0.1:1#primary")
+                .with("wait.replicas", 1).with("wait.timeout", "250ms"))).isEmpty();
     }
 
     @Test

@@ -24,13 +24,18 @@ final class RedisKeyspace implements AutoCloseable {
 
     /**
      * Makes {@code ARGV[1]} ms pass for KEYS[1]: lowers its TTL and, for a claim, its lease deadline
-     * ({@code ARGV[2]} µs). A TTL that runs out deletes the key, as expiry would.
+     * ({@code ARGV[2]} µs); a key that is not a string (a steps hash) only has its TTL lowered. A TTL that runs out
+     * deletes the key, as expiry would.
      */
     private static final String ADVANCE = """
             local ttl = redis.call('PTTL', KEYS[1])
             if ttl < 0 then return 0 end
             local left = ttl - tonumber(ARGV[1])
             if left <= 0 then redis.call('DEL', KEYS[1]) return 1 end
+            if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
+              redis.call('PEXPIRE', KEYS[1], string.format('%d', left))
+              return 1
+            end
             local value = redis.call('GET', KEYS[1])
             local head, lease_until, tail = string.match(value, '^(C|%d+|%d+|)(%d+)(|.*)$')
             if head then

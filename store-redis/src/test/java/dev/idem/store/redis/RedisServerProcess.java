@@ -15,21 +15,54 @@ import org.junit.jupiter.api.Assumptions;
 
 /**
  * A {@code redis-server} of a test's own, on a port of its own, keeping nothing on disk: for tests that stop
- * and start Redis or need a server set up differently from the shared one. Stopped by {@link #close()}.
+ * and start Redis or need a server set up differently from the shared one; also a Sentinel ({@link #sentinel}).
+ * Stopped by {@link #close()}.
  */
 final class RedisServerProcess implements AutoCloseable {
 
     private final Path binary;
     private final int port;
     private final Path dir;
+    private final Path configFile;
     private final List<String> extraArgs;
     private Process process;
 
     RedisServerProcess(Path binary, int port, Path dir, String... extraArgs) {
+        this(binary, port, dir, null, extraArgs);
+    }
+
+    private RedisServerProcess(Path binary, int port, Path dir, Path configFile, String... extraArgs) {
         this.binary = binary;
         this.port = port;
         this.dir = dir;
+        this.configFile = configFile;
         this.extraArgs = List.of(extraArgs);
+    }
+
+    /** A primary for replicas: it sends a replica its first copy at once, not after the default 5 s pause. */
+    static RedisServerProcess primary(Path binary, int port, Path dir) {
+        return new RedisServerProcess(binary, port, dir, "--repl-diskless-sync-delay", "0");
+    }
+
+    /** A replica of the server on {@code primaryPort}; promoted, it serves its own replicas as {@link #primary} does. */
+    static RedisServerProcess replicaOf(Path binary, int port, Path dir, int primaryPort) {
+        return new RedisServerProcess(binary, port, dir, "--replicaof", "127.0.0.1", Integer.toString(primaryPort),
+                "--repl-diskless-sync-delay", "0");
+    }
+
+    /**
+     * A Sentinel (Debian's {@code redis-server} in Sentinel mode, {@code redis-server <file> --sentinel}) watching the
+     * primary on {@code primaryPort} as {@code master}, alone (quorum 1): it takes that primary for down after
+     * {@code downAfter} without an answer and fails it over to a replica. It writes its state into its file in
+     * {@code dir}.
+     */
+    static RedisServerProcess sentinel(Path binary, int port, Path dir, String master, int primaryPort,
+            Duration downAfter, Duration failoverTimeout) throws IOException {
+        Path file = dir.resolve("sentinel-" + port + ".conf");
+        Files.writeString(file, "sentinel monitor " + master + " 127.0.0.1 " + primaryPort + " 1\n"
+                + "sentinel down-after-milliseconds " + master + " " + downAfter.toMillis() + "\n"
+                + "sentinel failover-timeout " + master + " " + failoverTimeout.toMillis() + "\n");
+        return new RedisServerProcess(binary, port, dir, file, "--sentinel");
     }
 
     /**
@@ -83,7 +116,11 @@ final class RedisServerProcess implements AutoCloseable {
 
     /** Starts the server and waits until it accepts connections. */
     void start() throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(binary.toString(), "--port", Integer.toString(port),
+        List<String> command = new ArrayList<>(List.of(binary.toString()));
+        if (configFile != null) {
+            command.add(configFile.toString());
+        }
+        command.addAll(List.of("--port", Integer.toString(port),
                 "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
                 "--dir", dir.toString()));
         command.addAll(extraArgs);
@@ -99,6 +136,23 @@ final class RedisServerProcess implements AutoCloseable {
                         + Files.readString(dir.resolve("redis-" + port + ".log")));
             }
             Thread.sleep(20);
+        }
+    }
+
+    /** Kills the server with SIGKILL, as a crash or a lost machine would stop it, and waits until it is gone. */
+    void kill() throws InterruptedException {
+        if (process == null) {
+            return;
+        }
+        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        process = null;
+    }
+
+    /** Sends the server a signal ({@code STOP}, {@code CONT}) and waits until it was sent. */
+    void signal(String name) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) {
+            throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
         }
     }
 
