@@ -2,21 +2,24 @@ package dev.idem.examples.orders;
 
 import dev.idem.api.NonRetryableException;
 import java.math.BigDecimal;
-import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * One order event as both handlers read it: {@code {"orderId":"o-17","event":"paid","amount":"12.50"}}.
+ * One order event as both handlers take it: {@code {"orderId":"o-17","event":"paid","amount":"12.50"}}. The runtime
+ * decodes the payload into this record before the handler runs ({@code TypedHandler<OrderEvent>}): a payload that is
+ * not JSON, holds a member twice, or has a member of another JSON type (a number for {@code amount}) never reaches
+ * the handler; it is dead-lettered as {@code invalid-payload}, naming the path and the position. Members other than
+ * the three are ignored, so producers may add fields; a member left out is {@code null} here.
  *
- * <p>{@link #parse} is strict: a payload that does not fit throws {@link NonRetryableException}, because
- * running the handler again cannot repair it; the runtime dead-letters it at once instead of retrying.
- * Members other than the three are ignored, so producers may add fields; they must be strings too.
+ * <p>{@link #validate} checks what JSON cannot say, and the handlers call it first: a value that does not fit throws
+ * {@link NonRetryableException}, because running the handler again cannot repair it; the runtime dead-letters the
+ * message at once instead of retrying.
  *
  * @param orderId the order, 1 to 64 of {@code A-Z a-z 0-9 . _ : -}
  * @param event   what happened; this example handles {@value #PAID} only
  * @param amount  the amount paid, positive, at most two decimals, kept as written ({@code "12.50"})
  */
-record OrderEvent(String orderId, String event, String amount) {
+public record OrderEvent(String orderId, String event, String amount) {
 
     static final String PAID = "paid";
 
@@ -31,44 +34,37 @@ record OrderEvent(String orderId, String event, String amount) {
     }
 
     /**
-     * Reads an event from a payload.
+     * Checks the members' values.
      *
+     * @return this event
      * @throws NonRetryableException naming the problem and showing the expected shape
      */
-    static OrderEvent parse(String payload) {
-        Map<String, String> members;
-        try {
-            members = FlatJson.parseObject(payload);
-        } catch (IllegalArgumentException e) {
-            throw malformed(e.getMessage(), e);
-        }
-        String orderId = required(members, "orderId");
-        String event = required(members, "event");
-        String amount = required(members, "amount");
+    public OrderEvent validate() {
+        required(orderId, "orderId");
+        required(event, "event");
+        required(amount, "amount");
         if (!ORDER_ID.matcher(orderId).matches()) {
-            throw malformed("orderId \"" + orderId + "\" must be 1 to 64 of A-Z a-z 0-9 . _ : -", null);
+            throw malformed("orderId \"" + orderId + "\" must be 1 to 64 of A-Z a-z 0-9 . _ : -");
         }
         if (!PAID.equals(event)) {
             throw malformed("event \"" + event + "\" is not handled; this handler takes \"" + PAID + "\" only"
-                    + " (route other events to another pipeline)", null);
+                    + " (route other events to another pipeline)");
         }
         if (!AMOUNT.matcher(amount).matches() || new BigDecimal(amount).signum() <= 0) {
             throw malformed("amount \"" + amount + "\" must be a positive decimal with at most two decimals,"
-                    + " such as \"12.50\"", null);
+                    + " such as \"12.50\"");
         }
-        return new OrderEvent(orderId, event, amount);
+        return this;
     }
 
-    private static String required(Map<String, String> members, String name) {
-        String value = members.get(name);
+    private static void required(String value, String name) {
         if (value == null) {
-            throw malformed("missing member \"" + name + "\"", null);
+            throw malformed("missing member \"" + name + "\"");
         }
-        return value;
     }
 
-    private static NonRetryableException malformed(String problem, Throwable cause) {
+    private static NonRetryableException malformed(String problem) {
         return new NonRetryableException("Malformed order event: " + problem + ". Expected a payload such as "
-                + EXAMPLE, cause);
+                + EXAMPLE);
     }
 }

@@ -4,8 +4,8 @@ import dev.idem.api.HandlerContext;
 import dev.idem.api.HandlerLifecycle;
 import dev.idem.api.HandlerSettings;
 import dev.idem.api.Message;
-import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
+import dev.idem.api.TypedHandler;
 import dev.idem.api.guard.Transition;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -51,12 +51,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * its ledger file: bind this class to one pipeline per process (or give each pipeline its own
  * {@value #LEDGER_FILE}), and do not share the file between processes.
  *
- * <p><b>Failures.</b> A malformed payload throws {@link NonRetryableException} (dead-lettered at once);
+ * <p><b>Payloads.</b> A {@link TypedHandler} of {@link OrderEvent}: the runtime decodes each payload into the record
+ * before the run and dead-letters one that is not such JSON ({@code invalid-payload}), without running the handler.
+ *
+ * <p><b>Failures.</b> An event whose values do not fit ({@link OrderEvent#validate}) throws
+ * {@link NonRetryableException} (dead-lettered at once);
  * an I/O failure throws {@link IOException} (retried); an interrupt while waiting for the lock throws
  * {@link InterruptedException}, leaving no line. A ledger that cannot be opened fails {@code init}, and with
  * it the start, naming the file and the setting.
  */
-public final class OrderPaymentHandler implements MessageHandler, HandlerLifecycle, AutoCloseable {
+public final class OrderPaymentHandler implements TypedHandler<OrderEvent>, HandlerLifecycle, AutoCloseable {
 
     /** Handler setting: the ledger file. */
     public static final String LEDGER_FILE = "ledger.file";
@@ -140,14 +144,15 @@ public final class OrderPaymentHandler implements MessageHandler, HandlerLifecyc
     }
 
     @Override
-    public void handle(Message message, HandlerContext context) throws IOException, InterruptedException {
+    public void handle(OrderEvent payload, Message message, HandlerContext context)
+            throws IOException, InterruptedException {
         Ledger ledger = this.ledger;
         if (ledger == null) {
             throw new IllegalStateException(getClass().getSimpleName() + " has no ledger: init was not called. The"
                     + " runtime calls it for handler: in the configuration; code that creates the handler itself"
                     + " calls init, or uses the constructor that takes the ledger file");
         }
-        OrderEvent event = OrderEvent.parse(message.payloadAsString());
+        OrderEvent event = payload.validate();
         String messageId = MessageIds.of(message);
         Outcome outcome;
         // Interruptible: a run the runtime times out while it waits here leaves no line.

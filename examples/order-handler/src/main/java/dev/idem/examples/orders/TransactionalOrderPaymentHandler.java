@@ -4,9 +4,9 @@ import dev.idem.api.HandlerContext;
 import dev.idem.api.HandlerLifecycle;
 import dev.idem.api.HandlerSettings;
 import dev.idem.api.Message;
-import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
 import dev.idem.api.RejectedException;
+import dev.idem.api.TypedHandler;
 import dev.idem.api.guard.StateMachine;
 import dev.idem.api.guard.Transition;
 import java.lang.System.Logger.Level;
@@ -47,11 +47,12 @@ import java.time.Duration;
  *
  * <p><b>Failures.</b> A payment for an order in a state that does not take one throws
  * {@link RejectedException}: the run ends as {@code rejected} (its transaction rolled back, the message acked,
- * not retried). A malformed payload throws {@link NonRetryableException}; a run without a store
+ * not retried). A payload that is not an order event's JSON is dead-lettered by the runtime before the run
+ * ({@code invalid-payload}); an event whose values do not fit throws {@link NonRetryableException}; a run without a store
  * transaction or with missing tables throws {@link IllegalStateException} saying what to configure;
  * database errors throw {@link SQLException} (retried). Statements time out at the run's deadline.
  */
-public final class TransactionalOrderPaymentHandler implements MessageHandler, HandlerLifecycle {
+public final class TransactionalOrderPaymentHandler implements TypedHandler<OrderEvent>, HandlerLifecycle {
 
     /** Handler setting: {@code true} lets the first run create missing tables (PostgreSQL only). */
     public static final String CREATE_TABLES = "create-tables";
@@ -88,8 +89,8 @@ public final class TransactionalOrderPaymentHandler implements MessageHandler, H
     }
 
     @Override
-    public void handle(Message message, HandlerContext context) throws SQLException {
-        OrderEvent event = OrderEvent.parse(message.payloadAsString());
+    public void handle(OrderEvent payload, Message message, HandlerContext context) throws SQLException {
+        OrderEvent event = payload.validate();
         Connection connection = transaction(context);
         int timeoutSeconds = (int) Math.max(1, (context.remaining().toMillis() + 999) / 1000);
         tables.ensure(connection, context.pipeline());

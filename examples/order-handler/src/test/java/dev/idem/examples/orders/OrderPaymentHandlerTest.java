@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.api.HandlerSettings;
 import dev.idem.api.NonRetryableException;
+import dev.idem.handlertest.TestMessage;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -62,7 +63,7 @@ class OrderPaymentHandlerTest {
     void eachRunAppendsOneLineWithTheFiveFields() throws Exception {
         OrderPaymentHandler handler = open();
 
-        handler.handle(TestMessage.paid("m-1", "o-17", "12.50"), TestContext.plain());
+        handler.handle(Orders.paid("m-1", "o-17", "12.50"), Orders.context());
 
         assertThat(lines()).containsExactly("m-1\to-17\tpaid\t12.50\tapplied");
         assertThat(handler.ledger()).isEqualTo(ledgerFile);
@@ -72,9 +73,9 @@ class OrderPaymentHandlerTest {
     void aSecondPaymentOfAPaidOrderIsRecordedAndIgnored() throws Exception {
         OrderPaymentHandler handler = open();
 
-        handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain());
-        handler.handle(TestMessage.paid("m-2", "o-1", "5"), TestContext.plain());
-        handler.handle(TestMessage.paid("m-3", "o-2", "7.10"), TestContext.plain());
+        handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context());
+        handler.handle(Orders.paid("m-2", "o-1", "5"), Orders.context());
+        handler.handle(Orders.paid("m-3", "o-2", "7.10"), Orders.context());
 
         assertThat(lines()).containsExactly(
                 "m-1\to-1\tpaid\t5\tapplied",
@@ -86,12 +87,12 @@ class OrderPaymentHandlerTest {
     @Test
     void aRerunOfOneMessageAfterARestartIsIgnoredByTheGuard() throws Exception {
         OrderPaymentHandler before = open();
-        before.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain());
+        before.handle(Orders.paid("m-1", "o-1", "5"), Orders.context());
         before.close();
 
         OrderPaymentHandler after = open();
-        after.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain());
-        after.handle(TestMessage.paid("m-2", "o-2", "6"), TestContext.plain());
+        after.handle(Orders.paid("m-1", "o-1", "5"), Orders.context());
+        after.handle(Orders.paid("m-2", "o-2", "6"), Orders.context());
 
         assertThat(lines()).containsExactly(
                 "m-1\to-1\tpaid\t5\tapplied",
@@ -107,8 +108,8 @@ class OrderPaymentHandlerTest {
         Files.write(ledgerFile, Arrays.copyOf(torn, torn.length - 1));
 
         OrderPaymentHandler handler = open();
-        handler.handle(TestMessage.paid("m-2", "o-2", "6"), TestContext.plain());
-        handler.handle(TestMessage.paid("m-3", "o-1", "5"), TestContext.plain());
+        handler.handle(Orders.paid("m-2", "o-2", "6"), Orders.context());
+        handler.handle(Orders.paid("m-3", "o-1", "5"), Orders.context());
 
         assertThat(lines()).containsExactly(
                 "m-1\to-1\tpaid\t5\tapplied",
@@ -133,7 +134,7 @@ class OrderPaymentHandlerTest {
                     start.await();
                     for (int i = 0; i < perThread; i++) {
                         int n = thread * perThread + i;
-                        handler.handle(TestMessage.paid("m-" + n, "o-" + (n % orders), "1.00"), TestContext.plain());
+                        handler.handle(Orders.paid("m-" + n, "o-" + (n % orders), "1.00"), Orders.context());
                     }
                     return null;
                 }));
@@ -164,7 +165,7 @@ class OrderPaymentHandlerTest {
     void aMalformedPayloadIsNonRetryableAndWritesNothing() throws Exception {
         OrderPaymentHandler handler = open();
 
-        assertThatThrownBy(() -> handler.handle(new TestMessage("m-1", "{\"orderId\":\"o-1\"}"), TestContext.plain()))
+        assertThatThrownBy(() -> handler.handle(TestMessage.of("m-1", "{\"orderId\":\"o-1\"}"), Orders.context()))
                 .isInstanceOf(NonRetryableException.class)
                 .hasMessageContaining("missing member \"event\"");
 
@@ -177,12 +178,12 @@ class OrderPaymentHandlerTest {
 
         Thread.currentThread().interrupt();
         try {
-            assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain()))
+            assertThatThrownBy(() -> handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context()))
                     .isInstanceOf(InterruptedException.class);
         } finally {
             Thread.interrupted();
         }
-        handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain());
+        handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context());
 
         assertThat(lines()).containsExactly("m-1\to-1\tpaid\t5\tapplied");
     }
@@ -191,7 +192,7 @@ class OrderPaymentHandlerTest {
     void tabsLineBreaksAndBackslashesInAMessageIdAreEscaped() throws Exception {
         OrderPaymentHandler handler = open();
 
-        handler.handle(TestMessage.paid("a\tb\nc\\d\re", "o-1", "5"), TestContext.plain());
+        handler.handle(Orders.paid("a\tb\nc\\d\re", "o-1", "5"), Orders.context());
 
         assertThat(lines()).containsExactly("a\\tb\\nc\\\\d\\re\to-1\tpaid\t5\tapplied");
     }
@@ -199,8 +200,8 @@ class OrderPaymentHandlerTest {
     @Test
     void withFsyncEveryLineIsStillWrittenOnce() throws Exception {
         try (OrderPaymentHandler handler = new OrderPaymentHandler(ledgerFile, true)) {
-            handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain());
-            handler.handle(TestMessage.paid("m-2", "o-1", "5"), TestContext.plain());
+            handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context());
+            handler.handle(Orders.paid("m-2", "o-1", "5"), Orders.context());
         }
 
         assertThat(lines()).hasSize(2);
@@ -222,7 +223,7 @@ class OrderPaymentHandlerTest {
         opened.add(handler);
 
         handler.init(HandlerSettings.of("orders", Map.of("ledger.file", ledgerFile.toString(), "ledger.fsync", "true")));
-        handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain());
+        handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context());
 
         assertThat(handler.ledger()).isEqualTo(ledgerFile);
         assertThat(lines()).containsExactly("m-1\to-1\tpaid\t5\tapplied");
@@ -276,7 +277,7 @@ class OrderPaymentHandlerTest {
     void aHandlerWithoutInitRefusesToRunAndSaysWhy() {
         OrderPaymentHandler handler = new OrderPaymentHandler();
 
-        assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain()))
+        assertThatThrownBy(() -> handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context()))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("OrderPaymentHandler has no ledger: init was not called.");
     }

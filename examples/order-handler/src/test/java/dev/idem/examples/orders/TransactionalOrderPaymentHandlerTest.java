@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.idem.api.HandlerSettings;
 import dev.idem.api.NonRetryableException;
 import dev.idem.api.RejectedException;
+import dev.idem.handlertest.TestMessage;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -63,7 +64,7 @@ class TransactionalOrderPaymentHandlerTest {
     private void runAndCommit(TransactionalOrderPaymentHandler handler, TestMessage message) throws Exception {
         try (Connection tx = transaction()) {
             try {
-                handler.handle(message, new TestContext(tx));
+                handler.handle(message, Orders.context().withTransaction(tx));
                 tx.commit();
             } catch (Exception e) {
                 tx.rollback();
@@ -96,9 +97,9 @@ class TransactionalOrderPaymentHandlerTest {
         createTables();
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
-        runAndCommit(handler, TestMessage.paid("m-1", "o-1", "12.50"));
-        runAndCommit(handler, TestMessage.paid("m-2", "o-1", "12.50"));
-        runAndCommit(handler, TestMessage.paid("m-3", "o-2", "3"));
+        runAndCommit(handler, Orders.paid("m-1", "o-1", "12.50"));
+        runAndCommit(handler, Orders.paid("m-2", "o-1", "12.50"));
+        runAndCommit(handler, Orders.paid("m-3", "o-2", "3"));
 
         assertThat(paymentEvents()).containsExactly(
                 "m-1 o-1 paid 12.50 applied",
@@ -115,7 +116,7 @@ class TransactionalOrderPaymentHandlerTest {
             statement.execute("INSERT INTO order_status (order_id, status) VALUES ('o-1', 'CREATED')");
         }
 
-        runAndCommit(new TransactionalOrderPaymentHandler(false), TestMessage.paid("m-1", "o-1", "1"));
+        runAndCommit(new TransactionalOrderPaymentHandler(false), Orders.paid("m-1", "o-1", "1"));
 
         assertThat(rows("SELECT status FROM order_status")).containsExactly("PAID");
         assertThat(paymentEvents()).containsExactly("m-1 o-1 paid 1.00 applied");
@@ -130,7 +131,7 @@ class TransactionalOrderPaymentHandlerTest {
         }
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
-        assertThatThrownBy(() -> runAndCommit(handler, TestMessage.paid("m-1", "o-1", "5")))
+        assertThatThrownBy(() -> runAndCommit(handler, Orders.paid("m-1", "o-1", "5")))
                 .isExactlyInstanceOf(RejectedException.class)
                 .hasMessage("order_status order_id='o-1' is CANCELLED: event 'paid' applies only in [CREATED]"
                         + " (leading to PAID)");
@@ -145,13 +146,13 @@ class TransactionalOrderPaymentHandlerTest {
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
         try (Connection tx = transaction()) {
-            handler.handle(TestMessage.paid("m-1", "o-1", "5"), new TestContext(tx));
+            handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context().withTransaction(tx));
             tx.rollback();
         }
         assertThat(paymentEvents()).as("nothing commits before the store does").isEmpty();
         assertThat(rows("SELECT order_id FROM order_status")).isEmpty();
 
-        runAndCommit(handler, TestMessage.paid("m-1", "o-1", "5"));
+        runAndCommit(handler, Orders.paid("m-1", "o-1", "5"));
         assertThat(paymentEvents()).containsExactly("m-1 o-1 paid 5.00 applied");
     }
 
@@ -166,7 +167,7 @@ class TransactionalOrderPaymentHandlerTest {
         List<Future<?>> futures = new ArrayList<>();
         try {
             for (int i = 0; i < runs; i++) {
-                TestMessage message = TestMessage.paid("m-" + i, "o-1", "9.99");
+                TestMessage message = Orders.paid("m-" + i, "o-1", "9.99");
                 futures.add(pool.submit(() -> {
                     start.await();
                     for (int attempt = 1; ; attempt++) {
@@ -199,7 +200,7 @@ class TransactionalOrderPaymentHandlerTest {
     void withoutAStoreTransactionTheHandlerSaysHowToEnableTransactionalMode() {
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
-        assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), TestContext.plain()))
+        assertThatThrownBy(() -> handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context()))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("pipeline 'orders' gives none")
                 .hasMessageContaining("Set pipelines.orders.transactional: true with store.type: jdbc")
@@ -211,7 +212,7 @@ class TransactionalOrderPaymentHandlerTest {
         createTables();
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
-        assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), new TestContext(admin)))
+        assertThatThrownBy(() -> handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context().withTransaction(admin)))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("auto-commit mode");
         assertThat(paymentEvents()).isEmpty();
@@ -222,7 +223,7 @@ class TransactionalOrderPaymentHandlerTest {
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
         try (Connection tx = transaction()) {
-            assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), new TestContext(tx)))
+            assertThatThrownBy(() -> handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context().withTransaction(tx)))
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("The tables [order_status, payment_events] of TransactionalOrderPaymentHandler"
                             + " are missing in H2")
@@ -241,7 +242,7 @@ class TransactionalOrderPaymentHandlerTest {
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
         try (Connection tx = transaction()) {
-            assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), new TestContext(tx)))
+            assertThatThrownBy(() -> handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context().withTransaction(tx)))
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("The tables [payment_events] ");
             tx.rollback();
@@ -264,7 +265,7 @@ class TransactionalOrderPaymentHandlerTest {
             try (Statement claim = tx.createStatement()) {
                 claim.execute("INSERT INTO claims (id) VALUES ('m-1')");
             }
-            assertThatThrownBy(() -> handler.handle(TestMessage.paid("m-1", "o-1", "5"), new TestContext(tx)))
+            assertThatThrownBy(() -> handler.handle(Orders.paid("m-1", "o-1", "5"), Orders.context().withTransaction(tx)))
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("pipelines.orders.handler-settings.create-tables is true, but H2 commits"
                             + " the open transaction on CREATE TABLE")
@@ -283,8 +284,8 @@ class TransactionalOrderPaymentHandlerTest {
         TransactionalOrderPaymentHandler handler = new TransactionalOrderPaymentHandler(false);
 
         try (Connection tx = transaction()) {
-            assertThatThrownBy(() -> handler.handle(new TestMessage("m-1", "{\"orderId\":\"o-1\",\"event\":\"paid\","
-                    + "\"amount\":\"1,50\"}"), new TestContext(tx)))
+            assertThatThrownBy(() -> handler.handle(TestMessage.of("m-1", "{\"orderId\":\"o-1\",\"event\":\"paid\","
+                    + "\"amount\":\"1,50\"}"), Orders.context().withTransaction(tx)))
                     .isInstanceOf(NonRetryableException.class)
                     .hasMessageContaining("amount \"1,50\" must be a positive decimal");
             tx.commit();
