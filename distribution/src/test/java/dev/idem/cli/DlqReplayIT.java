@@ -15,6 +15,7 @@ import dev.idem.api.HandlerContext;
 import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
+import dev.idem.cli.dlq.ReplayHandler;
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
 import dev.idem.testkit.ExternalService;
@@ -29,10 +30,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.activemq.broker.BrokerService;
+import org.awaitility.core.ConditionTimeoutException;
+import org.awaitility.core.TerminalFailureException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -52,6 +56,8 @@ import picocli.CommandLine;
  * <p>On Kafka the dead letters stay in the topic: the reader group moves past them. A dead letter left in place
  * (here by {@code --id}) keeps the group from moving past it, so the full run after it reads the one {@code --id}
  * moved again; the pipeline sees that copy as a duplicate.
+ *
+ * <p>On RocketMQ the same, out of process ({@link #rocketMq()}): its client does not run on this JVM's Netty.
  */
 class DlqReplayIT {
 
@@ -168,6 +174,125 @@ class DlqReplayIT {
         } finally {
             broker.stop();
             broker.waitUntilStopped();
+        }
+    }
+
+    /**
+     * The scenario on RocketMQ, end to end through the built distribution: RocketMQ's client cannot run in this JVM (on
+     * Netty 4.2; it needs 4.1), so {@code bin/idem run} with {@link ReplayHandler}, {@code bin/idem publish} and
+     * {@code bin/idem dlq replay} are processes of their own on the embedded name server and broker
+     * ({@link RocketMqProcess}), loading {@code plugins/rocketmq/} as shipped. The source and {@code <source>-DLQ}
+     * have one queue each, so the dead letters are read in the order they were written; as on Kafka they stay in their
+     * topic, and the reader group {@code idem-dlq-replay-<pipeline>} moves past them.
+     */
+    @Test
+    void rocketMq() throws Exception {
+        RocketMqProcess rocketMq = RocketMqProcess.shared();
+        String topic = "dlq-replay-" + run;
+        String deadLetters = topic + "-DLQ";
+        rocketMq.createTopic(topic, 1);
+        rocketMq.createTopic(deadLetters, 1);
+        Installation idem = Installation.in(home.resolve("rocketmq"));
+        int port = Installation.freePort();
+        Path broken = idem.home.resolve("data/broken");
+        Path processed = idem.home.resolve("data/processed.log");
+        Files.createFile(broken);
+        idem.env.put(ReplayHandler.BROKEN_ENV, broken.toString());
+        idem.env.put(ReplayHandler.PROCESSED_ENV, processed.toString());
+        HandlerJar.install(idem, ReplayHandler.class, "replay-handler.jar");
+        // One handler run at a time, so the messages are dead-lettered in the order they were sent.
+        idem.writeConfig(rocketMq.brokerConfig("dlq-" + run + "-") + """
+                store: { type: caffeine }
+                pipelines:
+                  %s: { source: "%s", handler: %s, concurrency: 1, max-in-flight: 20 }
+                runtime:
+                  http: { port: %d }
+                """.formatted(pipeline, topic, ReplayHandler.class.getName(), port));
+        Installation.Running running = idem.start("run");
+        try {
+            awaitRunning(running, () -> running.outcomes(port).containsKey("processed"), "the pipeline to start");
+            ok(idem, "publish", "--count", "5", "--id", "m-", "--key", "k-{n}", "--header", "tenant=acme");
+            awaitRunning(running, () -> running.outcomes(port).getOrDefault("dead-lettered", 0L) == 5,
+                    "5 dead letters");
+            ok(idem, "publish", "--to", deadLetters, "--id", "r-1", "--header", "idem-pipeline=refunds",
+                    "--header", "idem-dead-letter-cause=handler-failed");
+
+            Installation.Result dry = ok(idem, replay("--dry-run"));
+            assertThat(dry.out()).contains("would move m-1  (non-retryable, 1 attempt: ").contains("broken until fixed")
+                    .containsSubsequence(IDS.stream().map(id -> "would move " + id).toList())
+                    .contains("Dry run: 5 dead letters would move from '" + deadLetters + "' to '" + topic
+                            + "'; nothing was moved, 1 skipped (1 of other pipelines), 0 failed");
+
+            Files.delete(broken);
+            Installation.Result one = ok(idem, replay("--id", "m-3"));
+            assertThat(one.out()).contains("moved      m-3").contains("Moved 1 dead letter from");
+            awaitRunning(running, () -> processedIds(processed).contains("m-3"), "m-3 to be processed");
+
+            Installation.Result two = ok(idem, replay("--limit", "2"));
+            assertThat(two.out()).containsSubsequence("moved      m-1", "moved      m-2")
+                    .contains("Moved 2 dead letters").contains("--limit 2 reached");
+
+            // The group could not move past m-1 while --id left it in place: m-3 is read and copied again.
+            Installation.Result rest = ok(idem, replay());
+            assertThat(rest.out()).containsSubsequence("moved      m-3", "moved      m-4", "moved      m-5")
+                    .contains("Moved 3 dead letters").contains("1 skipped (1 of other pipelines), 0 failed");
+            awaitRunning(running, () -> running.outcomes(port).getOrDefault("duplicate", 0L) == 1,
+                    "the second copy of m-3 to be a duplicate");
+            awaitRunning(running, () -> processedIds(processed).size() == IDS.size(), "5 messages processed");
+            assertThat(processedIds(processed)).as("each message processed exactly once").isEqualTo(IDS);
+            assertThat(Files.readAllLines(processed, StandardCharsets.UTF_8)).allSatisfy(line -> {
+                String[] f = line.split("\t");
+                String n = f[0].substring(2);
+                assertThat(f[1]).as("key").isEqualTo("k-" + n);
+                assertThat(f[2]).as("payload").contains("order-" + n);
+                List<String> headers = List.of(f).subList(3, f.length);
+                assertThat(headers).contains("tenant=acme");
+                assertThat(headers).noneMatch(h -> DlqReplay.DEAD_LETTER_HEADERS.contains(h.substring(0,
+                        h.indexOf('='))));
+            });
+
+            Installation.Result last = ok(idem, replay("--dry-run"));
+            assertThat(last.out()).contains("No dead letters of pipeline '" + pipeline + "' in '" + deadLetters + "'");
+            assertThat(running.terminate(Duration.ofSeconds(30))).as("SIGTERM ends a graceful stop with 128+15\n%s",
+                    running.log()).isEqualTo(143);
+        } finally {
+            if (running.process.isAlive()) {
+                running.kill();
+            }
+            rocketMq.deleteTopic(topic);
+            rocketMq.deleteTopic(deadLetters);
+        }
+    }
+
+    /** {@code dlq replay} of the pipeline, ending 1s after the last dead letter where the broker cannot count. */
+    private String[] replay(String... options) {
+        List<String> args = new ArrayList<>(List.of("dlq", "replay", "--pipeline", pipeline, "--idle", "1s"));
+        args.addAll(List.of(options));
+        return args.toArray(String[]::new);
+    }
+
+    private static Installation.Result ok(Installation idem, String... args) {
+        Installation.Result result = idem.run(Duration.ofSeconds(60), args);
+        assertThat(result.exitCode()).as("bin/idem %s\n%s", String.join(" ", args), result).isZero();
+        return result;
+    }
+
+    /** The IDs {@link ReplayHandler} processed, sorted; one per run. */
+    private static List<String> processedIds(Path processed) throws IOException {
+        if (!Files.exists(processed)) {
+            return List.of();
+        }
+        return Files.readAllLines(processed, StandardCharsets.UTF_8).stream().map(l -> l.split("\t")[0]).sorted()
+                .toList();
+    }
+
+    /** Polls {@code condition}; fails early, with the process's log, if {@code bin/idem run} exits. */
+    private static void awaitRunning(Installation.Running running, Callable<Boolean> condition, String what) {
+        try {
+            await().atMost(WAIT).pollInterval(Duration.ofMillis(200))
+                    .failFast("bin/idem run exited", () -> !running.process.isAlive()).until(condition);
+        } catch (ConditionTimeoutException | TerminalFailureException e) {
+            throw new AssertionError("Waiting for " + what + ": " + e.getMessage() + "\n" + running.log(), e);
         }
     }
 

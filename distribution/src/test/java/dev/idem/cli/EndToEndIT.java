@@ -126,6 +126,35 @@ class EndToEndIT {
                 """.formatted(kafka.bootstrapServers());
     }
 
+    // ------------------------------------------------------------------ RocketMQ, a name server and broker in a JVM of their own
+
+    @Test
+    void rocketMqWithTransactionalPostgresSurvivesKillNineWithoutReruns() throws Exception {
+        RocketMqProcess rocketMq = RocketMqProcess.shared();
+        String topic = "orders-" + run;
+        rocketMq.createTopic(topic, 4);
+        try {
+            scenario("RocketMQ (4 queues) + JDBC (PostgreSQL) transactional, kill -9", rocketMq.brokerConfig(),
+                    postgresStore(), topic, true, true).run();
+        } finally {
+            rocketMq.deleteTopic(topic);
+            sql(postgresUrl() + "?user=postgres", "DROP SCHEMA IF EXISTS idem_e2e_" + run + " CASCADE");
+        }
+    }
+
+    @Test
+    void rocketMqWithRedisSurvivesKillNine() throws Exception {
+        RocketMqProcess rocketMq = RocketMqProcess.shared();
+        String topic = "orders-" + run;
+        rocketMq.createTopic(topic, 4);
+        try {
+            scenario("RocketMQ (4 queues) + Redis, kill -9", rocketMq.brokerConfig(), redisStore(), topic, false,
+                    true).run();
+        } finally {
+            rocketMq.deleteTopic(topic);
+        }
+    }
+
     // ------------------------------------------------------------------ RabbitMQ, the local server
 
     @Test

@@ -19,12 +19,12 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * A stream of messages the fault ITs publish to Kafka at a steady rate, so that faults strike while it flows: unique
- * IDs ({@code <prefix><n>}, key {@code order-<n>}, an order-paid payload) and repeats of them (same ID, key and
- * payload). Half the repeats follow their original within a few messages, the other half 2 to 10 seconds later, so
- * they meet a store that already completed the original, possibly in another process. Seeded, so a failure can be
- * replayed. The publisher runs in a thread of its own; every record is acknowledged by the broker ({@code acks=all},
- * idempotent) before {@link #done()} completes normally.
+ * A stream of messages the fault ITs publish to Kafka or RocketMQ at a steady rate, so that faults strike while it
+ * flows: unique IDs ({@code <prefix><n>}, key {@code order-<n>}, an order-paid payload) and repeats of them (same ID,
+ * key and payload). Half the repeats follow their original within a few messages, the other half 2 to 10 seconds
+ * later, so they meet a store that already completed the original, possibly in another process. Seeded, so a failure
+ * can be replayed. The publisher runs in a thread of its own; every record is acknowledged by the broker
+ * ({@code acks=all}, idempotent, on Kafka; stored, on RocketMQ) before {@link #done()} completes normally.
  */
 final class MessageStream {
 
@@ -113,9 +113,41 @@ final class MessageStream {
 
     /** Starts publishing to {@code topic} in a thread of its own. */
     MessageStream publishToKafka(String bootstrapServers, String topic) {
+        return publishing(topic, () -> publish(bootstrapServers, topic));
+    }
+
+    /**
+     * Starts publishing to {@code topic} of the embedded RocketMQ in a thread of its own, at the same pace: the
+     * messages due at once go in one batch, each with its key as {@code KEYS} (the queue its hash picks, so the repeats
+     * of an ID follow their original in its queue) and its ID in the {@code message-id} property, stored by the broker
+     * before the next batch.
+     */
+    MessageStream publishToRocketMq(RocketMqProcess rocketMq, String topic) {
+        return publishing(topic, () -> {
+            long start = System.nanoTime();
+            int next = 0;
+            while (next < messages.size()) {
+                long due = start + TimeUnit.MILLISECONDS.toNanos(messages.get(next).sendAtMillis());
+                long wait = due - System.nanoTime();
+                if (wait > 0) {
+                    LockSupport.parkNanos(wait);
+                }
+                long elapsed = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                List<RocketMqProcess.Message> batch = new ArrayList<>();
+                while (next < messages.size() && messages.get(next).sendAtMillis() <= elapsed && batch.size() < 500) {
+                    Message m = messages.get(next++);
+                    batch.add(new RocketMqProcess.Message(m.key(), m.payload(), Map.of("message-id", m.id())));
+                }
+                rocketMq.publish(topic, batch);
+                sent.addAndGet(batch.size());
+            }
+        });
+    }
+
+    private MessageStream publishing(String topic, Runnable publish) {
         Thread thread = new Thread(() -> {
             try {
-                publish(bootstrapServers, topic);
+                publish.run();
                 done.complete(null);
             } catch (Throwable e) {
                 done.completeExceptionally(e);

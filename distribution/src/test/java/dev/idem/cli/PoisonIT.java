@@ -52,6 +52,10 @@ import org.junit.jupiter.api.io.TempDir;
  * ({@code <source>.DLQ}) itself, so it sees every dead letter and its headers as they arrive. The restarts are
  * bounded ({@code P * (max-deliveries + 1)}) and so is the whole scenario ({@link #DEADLINE}); either bound
  * fails with the crashes and the counts so far. Each scenario prints its counts.
+ *
+ * <p>On RocketMQ (the embedded name server and broker, {@link RocketMqProcess}; a topic of four queues) the
+ * transactional scenario runs too: the dead letters are read from the topic {@code <source>-DLQ}, where they stay, and
+ * the source's backlog is what follows the consumer group's committed offsets.
  */
 class PoisonIT {
 
@@ -88,6 +92,12 @@ class PoisonIT {
         new Scenario(true).run();
     }
 
+    @Test
+    void rocketMqTransactionalModeDeadLettersOnlyThePoisonAndProcessesEveryOtherMessageExactlyOnce()
+            throws Exception {
+        new Scenario(true, new RocketMqTopic(RocketMqProcess.shared(), "idem-poison-" + run)).run();
+    }
+
     /** One crash: the process, its exit status, and the poison runs it had started. */
     private record Crash(long pid, int exit, List<String> poisonRuns) {
         @Override
@@ -100,6 +110,173 @@ class PoisonIT {
     private record DeadLetter(String id, String cause, String attempts, String detail) {
     }
 
+    /** The source and dead-letter destination of a scenario, of its own. */
+    private interface Broker extends AutoCloseable {
+        /** "RabbitMQ", ... for the scenario's name. */
+        String name();
+
+        /** The {@code broker:} section of the configuration. */
+        String config();
+
+        String source();
+
+        /** Creates the source and the dead-letter destination, so that published messages wait for idem run. */
+        void open() throws Exception;
+
+        /** Messages of the source not acknowledged yet. */
+        long ready() throws Exception;
+
+        /** Dead letters that {@link #deadLetters()} does not show yet. */
+        long deadLetterReady() throws Exception;
+
+        /** Every dead letter so far, in the order they came. */
+        List<DeadLetter> deadLetters() throws Exception;
+
+        /** Deletes the source and the dead-letter destination. */
+        @Override
+        void close() throws Exception;
+    }
+
+    /**
+     * A queue of the local RabbitMQ and its {@code .DLQ}, declared as the adapter declares them (durable, classic); the
+     * test consumes the dead-letter queue itself, so it sees every dead letter and its headers as they arrive.
+     */
+    private static final class RabbitQueue implements Broker {
+        private final String uri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL",
+                "amqp://guest:guest@127.0.0.1:5672/%2F", "Start it with: rabbitmq-server -detached", null);
+        private final String queue;
+        private final String deadLetterQueue;
+        private final ConcurrentLinkedQueue<DeadLetter> deadLetters = new ConcurrentLinkedQueue<>();
+        private com.rabbitmq.client.Connection rabbit;
+        private Channel channel;
+
+        RabbitQueue(String queue) {
+            this.queue = queue;
+            this.deadLetterQueue = queue + ".DLQ";
+        }
+
+        @Override
+        public String name() {
+            return "RabbitMQ";
+        }
+
+        @Override
+        public String config() {
+            return EndToEndIT.rabbitMqBroker(uri);
+        }
+
+        @Override
+        public String source() {
+            return queue;
+        }
+
+        @Override
+        public void open() throws Exception {
+            ConnectionFactory factory = new ConnectionFactory();
+            factory.setUri(uri);
+            rabbit = factory.newConnection("poison-it");
+            channel = rabbit.createChannel();
+            channel.queueDeclare(queue, true, false, false, null);
+            channel.queueDeclare(deadLetterQueue, true, false, false, null);
+            channel.basicConsume(deadLetterQueue, true, new DefaultConsumer(channel) {
+                @Override
+                public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+                    deadLetters.add(deadLetter(props));
+                }
+            });
+        }
+
+        @Override
+        public long ready() throws IOException {
+            return channel.queueDeclarePassive(queue).getMessageCount();
+        }
+
+        @Override
+        public long deadLetterReady() throws IOException {
+            return channel.queueDeclarePassive(deadLetterQueue).getMessageCount();
+        }
+
+        @Override
+        public List<DeadLetter> deadLetters() {
+            return List.copyOf(deadLetters);
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (rabbit == null) {
+                return;
+            }
+            try {
+                channel.queueDelete(queue);
+                channel.queueDelete(deadLetterQueue);
+            } finally {
+                rabbit.close();
+            }
+        }
+    }
+
+    /**
+     * A topic of four queues on the embedded RocketMQ and its {@code -DLQ} topic (the adapter's default), created
+     * before idem runs. The dead letters stay in their topic: each look reads all of it from the broker's store, so
+     * none is ever waiting to be seen. The source's backlog is what follows the offsets the pipeline's consumer
+     * group committed.
+     */
+    private final class RocketMqTopic implements Broker {
+        private final RocketMqProcess rocketMq;
+        private final String topic;
+        private final String groupPrefix = "poison-" + run + "-";
+
+        RocketMqTopic(RocketMqProcess rocketMq, String topic) {
+            this.rocketMq = rocketMq;
+            this.topic = topic;
+        }
+
+        @Override
+        public String name() {
+            return "RocketMQ";
+        }
+
+        @Override
+        public String config() {
+            return rocketMq.brokerConfig(groupPrefix);
+        }
+
+        @Override
+        public String source() {
+            return topic;
+        }
+
+        @Override
+        public void open() {
+            rocketMq.createTopic(topic, 4);
+            rocketMq.createTopic(topic + "-DLQ", 4);
+        }
+
+        @Override
+        public long ready() {
+            return rocketMq.backlog(groupPrefix + "poison", topic);
+        }
+
+        @Override
+        public long deadLetterReady() {
+            return 0;
+        }
+
+        @Override
+        public List<DeadLetter> deadLetters() {
+            return rocketMq.messages(topic + "-DLQ").stream().map(m -> new DeadLetter(
+                    m.properties().get("message-id"), m.properties().get(DeadLetterReason.HEADER_CAUSE),
+                    m.properties().get(DeadLetterReason.HEADER_ATTEMPTS),
+                    m.properties().get(DeadLetterReason.HEADER_DETAIL))).toList();
+        }
+
+        @Override
+        public void close() {
+            rocketMq.deleteTopic(topic);
+            rocketMq.deleteTopic(topic + "-DLQ");
+        }
+    }
+
     /** One line of the runs file. */
     private record Run(String id, int attempt, long pid) {
     }
@@ -107,17 +284,14 @@ class PoisonIT {
     private final class Scenario {
         final boolean transactional;
         final String name;
+        final Broker broker;
         final Installation idem = Installation.in(dir);
         final int port = Installation.freePort();
-        final String queue = "idem-poison-" + run;
-        final String deadLetterQueue = queue + ".DLQ";
         final String schema = "idem_poison_" + run;
         final Path runsFile = idem.home.resolve("data/poison-runs.log");
-        final String rabbitUri;
         final String postgresUrl;
         final List<String> ids = IntStream.rangeClosed(1, MESSAGES).mapToObj(n -> ID_PREFIX + n).toList();
         final List<String> innocent = ids.stream().filter(id -> !POISON.contains(id)).toList();
-        final ConcurrentLinkedQueue<DeadLetter> deadLetters = new ConcurrentLinkedQueue<>();
         final List<Crash> crashes = new ArrayList<>();
         final long started = System.nanoTime();
         Installation.Running current;
@@ -125,13 +299,17 @@ class PoisonIT {
         Object lastSnapshot;
         long changedAt = System.nanoTime();
 
+        /** On a queue of the local RabbitMQ. */
         Scenario(boolean transactional) {
+            this(transactional, new RabbitQueue("idem-poison-" + run));
+        }
+
+        Scenario(boolean transactional, Broker broker) {
             assertThat(POISON).hasSize(POISON_COUNT);
             this.transactional = transactional;
-            this.name = transactional ? "transactional (RabbitMQ + PostgreSQL, one transaction per run)"
-                    : "plain (RabbitMQ + PostgreSQL store)";
-            this.rabbitUri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL",
-                    "amqp://guest:guest@127.0.0.1:5672/%2F", "Start it with: rabbitmq-server -detached", null);
+            this.broker = broker;
+            this.name = transactional ? "transactional (" + broker.name() + " + PostgreSQL, one transaction per run)"
+                    : "plain (" + broker.name() + " + PostgreSQL store)";
             this.postgresUrl = ExternalService.locate("PostgreSQL", "IDEM_TEST_POSTGRES_URL",
                     "jdbc:postgresql://127.0.0.1:5432/test", "Start it with: pg_ctlcluster 15 main start", null);
             idem.env.put(PoisonHandler.POISON_IDS_ENV, String.join(",", POISON));
@@ -141,7 +319,7 @@ class PoisonIT {
         }
 
         String config() {
-            return EndToEndIT.rabbitMqBroker(rabbitUri) + """
+            return broker.config() + """
                     store:
                       type: jdbc
                       jdbc: { url: "%s?currentSchema=%s", username: postgres }
@@ -162,7 +340,7 @@ class PoisonIT {
                       summary-interval: 5s
                       shutdown-timeout: 10s
                       http: { port: %d }
-                    """.formatted(postgresUrl, schema, queue, PoisonHandler.class.getName(), transactional,
+                    """.formatted(postgresUrl, schema, broker.source(), PoisonHandler.class.getName(), transactional,
                     CONCURRENCY, MAX_IN_FLIGHT, LEASE.toSeconds(), MAX_DELIVERIES, port);
         }
 
@@ -170,19 +348,9 @@ class PoisonIT {
             sql("CREATE SCHEMA " + schema);
             sql("CREATE TABLE " + schema + "." + PoisonHandler.TABLE
                     + " (message_id VARCHAR(64) NOT NULL, pid BIGINT NOT NULL, attempt INT NOT NULL)");
-            ConnectionFactory factory = new ConnectionFactory();
-            factory.setUri(rabbitUri);
-            try (com.rabbitmq.client.Connection rabbit = factory.newConnection("poison-it");
-                    Channel channel = rabbit.createChannel()) {
-                // Declared as the adapter declares them (durable, classic), so the messages wait before idem runs.
-                channel.queueDeclare(queue, true, false, false, null);
-                channel.queueDeclare(deadLetterQueue, true, false, false, null);
-                channel.basicConsume(deadLetterQueue, true, new DefaultConsumer(channel) {
-                    @Override
-                    public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body) {
-                        deadLetters.add(deadLetter(props));
-                    }
-                });
+            try (Broker b = broker) {
+                // Before idem runs, so that the messages wait for it.
+                b.open();
                 try {
                     HandlerJar.install(idem, PoisonHandler.class, "poison-handler.jar");
                     idem.writeConfig(config());
@@ -191,16 +359,14 @@ class PoisonIT {
                     assertThat(published.exitCode()).as(published.toString()).isZero();
                     assertThat(published.out()).contains("Published " + MESSAGES + " message(s)");
 
-                    superviseUntilSettled(channel);
+                    superviseUntilSettled();
                     int exit = current.terminate(Duration.ofSeconds(30));
                     assertThat(exit).as("SIGTERM ends a graceful stop with 128+15\n%s", current.log()).isEqualTo(143);
-                    assertOutcome(channel);
+                    assertOutcome();
                 } finally {
                     if (current != null && current.process.isAlive()) {
                         current.kill();
                     }
-                    channel.queueDelete(queue);
-                    channel.queueDelete(deadLetterQueue);
                 }
             } finally {
                 sql("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
@@ -210,23 +376,23 @@ class PoisonIT {
         // ------------------------------------------------------------------ the supervisor
 
         /** Runs {@code idem run}, restarting it whenever the poison handler halted it, until everything settled. */
-        private void superviseUntilSettled(Channel channel) {
+        private void superviseUntilSettled() {
             current = idem.start("run");
             try {
                 await().atMost(DEADLINE).pollInSameThread().pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(250))
-                        .until(() -> step(channel));
+                        .until(this::step);
             } catch (ConditionTimeoutException e) {
-                throw new AssertionError("Not settled within " + DEADLINE + ".\n" + report(channel)
+                throw new AssertionError("Not settled within " + DEADLINE + ".\n" + report()
                         + "\n--- log of the last idem run\n" + tail(current.log()));
             }
             if (fatal != null) {
-                throw new AssertionError(fatal + "\n" + report(channel) + "\n--- log of the last idem run\n"
+                throw new AssertionError(fatal + "\n" + report() + "\n--- log of the last idem run\n"
                         + tail(current.log()));
             }
         }
 
         /** One look: restart a dead process, or tell whether every message is settled. True ends the wait. */
-        private boolean step(Channel channel) throws IOException {
+        private boolean step() throws Exception {
             if (!current.process.isAlive()) {
                 int exit = current.process.exitValue();
                 long pid = current.process.pid();
@@ -246,7 +412,7 @@ class PoisonIT {
                 changedAt = System.nanoTime();
                 return false;
             }
-            Counts counts = counts(channel);
+            Counts counts = counts();
             Object snapshot = List.of(counts, current.outcomes(port));
             if (!snapshot.equals(lastSnapshot)) {
                 lastSnapshot = snapshot;
@@ -261,11 +427,11 @@ class PoisonIT {
         // ------------------------------------------------------------------ what happened
 
         /** What the runs file, the business table and the queues show now. */
-        private record Counts(Map<String, Integer> runs, Map<String, Integer> effects, Map<String, Integer> deadLettered,
-                long ready, long deadLetterReady) {
+        private record Counts(Map<String, Integer> runs, Map<String, Integer> effects, List<DeadLetter> deadLetters,
+                Map<String, Integer> deadLettered, long ready, long deadLetterReady) {
         }
 
-        private Counts counts(Channel channel) throws IOException {
+        private Counts counts() throws Exception {
             Map<String, Integer> runCounts = new TreeMap<>();
             for (Run r : runs()) {
                 runCounts.merge(r.id(), 1, Integer::sum);
@@ -278,10 +444,10 @@ class PoisonIT {
                 effects = new TreeMap<>(runCounts);
                 POISON.forEach(effects::remove);
             }
+            List<DeadLetter> deadLetters = broker.deadLetters();
             Map<String, Integer> deadLettered = new TreeMap<>();
             deadLetters.forEach(d -> deadLettered.merge(d.id(), 1, Integer::sum));
-            return new Counts(runCounts, effects, deadLettered, channel.queueDeclarePassive(queue).getMessageCount(),
-                    channel.queueDeclarePassive(deadLetterQueue).getMessageCount());
+            return new Counts(runCounts, effects, deadLetters, deadLettered, broker.ready(), broker.deadLetterReady());
         }
 
         private List<Run> runs() {
@@ -317,11 +483,11 @@ class PoisonIT {
             return rows;
         }
 
-        private String report(Channel channel) {
+        private String report() {
             Counts c;
             try {
-                c = counts(channel);
-            } catch (IOException | RuntimeException e) {
+                c = counts();
+            } catch (Exception e) {
                 return "(counts unavailable: " + e + ")";
             }
             List<String> missing = innocent.stream().filter(id -> !c.effects.containsKey(id)).toList();
@@ -329,6 +495,7 @@ class PoisonIT {
             long reruns = innocent.stream().mapToLong(id -> Math.max(0, c.runs.getOrDefault(id, 0) - 1)).sum();
             Map<String, Integer> poisonRuns = new LinkedHashMap<>();
             POISON.forEach(id -> poisonRuns.put(id, c.runs.getOrDefault(id, 0)));
+            List<DeadLetter> deadLetters = c.deadLetters;
             Map<String, Long> causes = deadLetters.stream()
                     .collect(Collectors.groupingBy(d -> String.valueOf(d.cause()), TreeMap::new, Collectors.counting()));
             StringBuilder out = new StringBuilder();
@@ -363,10 +530,11 @@ class PoisonIT {
 
         // ------------------------------------------------------------------ the verdict
 
-        private void assertOutcome(Channel channel) throws IOException {
-            Counts c = counts(channel);
-            String report = report(channel);
+        private void assertOutcome() throws Exception {
+            Counts c = counts();
+            String report = report();
             System.out.println(report);
+            List<DeadLetter> deadLetters = c.deadLetters;
             List<String> deadLettered = deadLetters.stream().map(d -> d.id() + " (" + d.cause() + ")").toList();
             SoftAssertions softly = new SoftAssertions();
             softly.assertThat(c.ready).as("messages left in the source queue after a graceful stop").isZero();

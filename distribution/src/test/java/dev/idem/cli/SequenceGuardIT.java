@@ -90,7 +90,10 @@ import org.junit.jupiter.api.io.TempDir;
  * at fixed fractions of the applications; Kafka runs {@value #KAFKA_NODES} processes killed in turn, RabbitMQ and
  * ActiveMQ one consumer (their own order holds for one consumer only). The matrix: Kafka + PostgreSQL transactional
  * (3 kills), Kafka + Redis plain (2 kills), RabbitMQ + PostgreSQL and ActiveMQ + PostgreSQL transactional and
- * ActiveMQ + Redis plain (1 kill each), RabbitMQ + Redis plain without a kill (the exact plain case).
+ * ActiveMQ + Redis plain (1 kill each), RabbitMQ + Redis plain without a kill (the exact plain case), and RocketMQ
+ * (the embedded name server and broker in a JVM of their own, {@link RocketMqProcess}; {@value #PARTITIONS} queues,
+ * {@code KEYS} = account, so one account's events share a queue) + PostgreSQL transactional with
+ * {@value #KAFKA_NODES} processes killed in turn (2 kills).
  *
  * <p>Two small cases make the hardest moment of those kills deterministic: an event that waits for its gap, claimed,
  * when its process is killed comes back as a suspect (its key taken over from the dead process), and the events before
@@ -138,6 +141,14 @@ class SequenceGuardIT {
         EmbeddedKafka kafka = EmbeddedKafka.shared();
         try (KafkaTopic broker = new KafkaTopic(kafka, "seq-accounts-" + run)) {
             scenario("Kafka (4 partitions, 2 processes) + Redis plain", broker, redis(), KAFKA_NODES, 2, 102);
+        }
+    }
+
+    @Test
+    void rocketMqWithTransactionalPostgresIsExactWhileProcessesAreKilledInTurn() throws Exception {
+        try (RocketMqTopic broker = new RocketMqTopic(RocketMqProcess.shared(), "seq-accounts-" + run)) {
+            postgres(db -> scenario("RocketMQ (4 queues, 2 processes) + JDBC (PostgreSQL) transactional", broker, db,
+                    KAFKA_NODES, 2, 107));
         }
     }
 
@@ -852,6 +863,49 @@ class SequenceGuardIT {
         public void close() {
             kafka.deleteTopic(topic);
             kafka.deleteTopic(topic + ".DLQ");
+        }
+    }
+
+    /**
+     * A topic of {@value #PARTITIONS} queues on the embedded RocketMQ, with a consumer group of this case's own; an
+     * event's key ({@code KEYS}) is its account, which picks its queue. Deleted after, with its {@code -DLQ} topic.
+     */
+    private final class RocketMqTopic implements Broker {
+        private final RocketMqProcess rocketMq;
+        private final String topic;
+
+        RocketMqTopic(RocketMqProcess rocketMq, String topic) {
+            this.rocketMq = rocketMq;
+            this.topic = topic;
+            rocketMq.createTopic(topic, PARTITIONS);
+        }
+
+        @Override
+        public String config() {
+            return rocketMq.brokerConfig("seq-" + run + "-");
+        }
+
+        @Override
+        public String source() {
+            return topic;
+        }
+
+        @Override
+        public void publish(List<Event> events) {
+            rocketMq.publish(topic, events.stream().map(e -> new RocketMqProcess.Message(e.account(), e.payload(),
+                    Map.of("message-id", e.id(), SequenceHandler.SEQ_HEADER, Integer.toString(e.seq())))).toList());
+        }
+
+        /** The messages of {@code <topic>-DLQ}, where they stay; none if it does not exist. */
+        @Override
+        public long deadLettered() {
+            return rocketMq.messages(topic + "-DLQ").size();
+        }
+
+        @Override
+        public void close() {
+            rocketMq.deleteTopic(topic);
+            rocketMq.deleteTopic(topic + "-DLQ");
         }
     }
 
