@@ -136,6 +136,10 @@ final class JsonFailures {
         JsonPositions.Position position;
         if (fromTree) {
             position = positionOf(payload, at);
+        } else if (expected.equals("UTF-8 text")) {
+            // The parser reports where it stopped, past the bad byte; the bad sequence's first byte is what is wrong.
+            long bad = JsonPositions.firstMalformedUtf8(payload);
+            position = bad >= 0 ? JsonPositions.position(payload, bad) : position(payload, e);
         } else if (expected.startsWith("each name once")) {
             // The parser stops after the repeated name; the name itself is what is wrong.
             Object location = call(e, "getLocation");

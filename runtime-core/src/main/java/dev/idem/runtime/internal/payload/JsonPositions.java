@@ -4,6 +4,12 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CoderResult;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.regex.Pattern;
 
@@ -78,6 +84,25 @@ final class JsonPositions {
             }
         }
         return new Position(line, column);
+    }
+
+    /** The offset of the first byte of {@code payload} that starts no UTF-8 character, or -1 if it is all UTF-8. */
+    static long firstMalformedUtf8(byte[] payload) {
+        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(payload);
+        CharBuffer out = CharBuffer.allocate(4096);
+        while (true) {
+            CoderResult result = decoder.decode(in, out, true);
+            if (result.isError()) {
+                return in.position();
+            }
+            if (result.isUnderflow()) {
+                return -1;
+            }
+            out.clear();
+        }
     }
 
     /**

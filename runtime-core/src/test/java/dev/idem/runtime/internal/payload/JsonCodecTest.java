@@ -225,8 +225,28 @@ class JsonCodecTest {
 
         assertThat(decoded.orderId()).isEqualTo(text);
         assertThat(new String(codec.encode(decoded), StandardCharsets.UTF_8)).contains("Zoë 🚀 日本");
+        // The bad sequence starts at its 13th byte (0xC3, whose next byte 0x28 continues nothing): column 13.
         assertThatThrownBy(() -> codec.decode(invalid, Checked.class)).isInstanceOfSatisfying(PayloadException.class,
-                e -> assertThat(e.expected()).isEqualTo("UTF-8 text"));
+                e -> {
+                    assertThat(e.expected()).isEqualTo("UTF-8 text");
+                    assertThat(e.line()).isEqualTo(1);
+                    assertThat(e.column()).isEqualTo(13);
+                });
+    }
+
+    @Test
+    void invalidUtf8AfterMultiByteCharactersIsPlacedAtItsFirstByteInCharacters() {
+        byte[] head = "{\n \"orderId\": \"日本🚀 ".getBytes(StandardCharsets.UTF_8);
+        byte[] invalid = new byte[head.length + 4];
+        System.arraycopy(head, 0, invalid, 0, head.length);
+        invalid[head.length] = (byte) 0xE6;
+        invalid[head.length + 1] = (byte) 0x41;
+        invalid[head.length + 2] = '"';
+        invalid[head.length + 3] = '}';
+
+        // Line 2: a space, "orderId": (10 characters), a space, the quote, 日, 本, 🚀, a space: the bad byte is the 18th.
+        assertThatThrownBy(() -> codec.decode(invalid, Checked.class)).isInstanceOfSatisfying(PayloadException.class,
+                e -> assertThat(List.of(e.line(), e.column())).containsExactly(2, 18));
     }
 
     @Test
