@@ -86,8 +86,9 @@ import org.junit.jupiter.api.io.TempDir;
  *     increase of the summed {@code stale} counters is compared; without kills the total must be exactly the
  *     replays (the main stream, repeats included, has no stale event: a repeat is a {@code duplicate}).</li>
  * </ul>
- * The {@code kill -9}s (each process restarted at once, as a supervisor would) strike while the backlog is consumed,
- * at fixed fractions of the applications; Kafka runs {@value #KAFKA_NODES} processes killed in turn, RabbitMQ and
+ * The {@code kill -9}s (each process restarted at once, as a supervisor would) strike while the stream is consumed:
+ * it is published in parts, the first before the processes start, each next one right before a kill, once half of
+ * what was published so far is applied; Kafka runs {@value #KAFKA_NODES} processes killed in turn, RabbitMQ and
  * ActiveMQ one consumer (their own order holds for one consumer only). The matrix: Kafka + PostgreSQL transactional
  * (3 kills), Kafka + Redis plain (2 kills), RabbitMQ + PostgreSQL and ActiveMQ + PostgreSQL transactional and
  * ActiveMQ + Redis plain (1 kill each), RabbitMQ + Redis plain without a kill (the exact plain case), and RocketMQ
@@ -334,15 +335,20 @@ class SequenceGuardIT {
         try (IdemCluster cluster = new IdemCluster(dir, nodes, port -> config(broker, effects, port), env,
                 SequenceHandler.class, "sequence-handler.jar")) {
             cluster.nodes.forEach(n -> logOutcomes(n.idem));
-            // The backlog first, then the consumers: the kills strike while it is consumed.
-            broker.publish(plan.stream());
+            // The stream goes out in kills + 1 parts: the first as a backlog before the consumers start, each next
+            // one right before a kill, once half of what was published is applied. So every kill strikes while
+            // events are consumed, and the last one before the stream's end however fast the machine consumes.
+            List<Event> stream = plan.stream();
+            int parts = kills + 1;
+            broker.publish(stream.subList(0, stream.size() / parts));
             cluster.startAndAwaitServing(TIMEOUT);
 
             List<Long> killedAt = new ArrayList<>();
             for (int k = 0; k < kills; k++) {
-                long threshold = (long) (UNIQUE * (0.15 + 0.6 * k / Math.max(1, kills - 1)));
+                long threshold = (long) UNIQUE * (k + 1) / parts / 2;
                 cluster.awaitUntil(() -> noDeadLetter(cluster) && effects.count() >= threshold,
                         () -> "the kill at " + threshold + " applications (now " + effects.count() + ")", TIMEOUT);
+                broker.publish(stream.subList(stream.size() * (k + 1) / parts, stream.size() * (k + 2) / parts));
                 killedAt.add(effects.count());
                 cluster.node(k % nodes + 1).killAndRestart();
             }
