@@ -373,28 +373,39 @@ final class ConsumerLoop implements ConsumerRebalanceListener {
             forget(revoked);
             return;
         }
-        if (!lifecycle.closing()) {
+        boolean rebalance = !lifecycle.closing();
+        if (rebalance) {
             // On close there is nothing to announce: the run loop committed already, and a static member keeps
             // its partitions in the group (Kafka calls this on close all the same).
             log.info("Pipeline '{}' gives up {} in a rebalance", request.pipeline(), sorted(revoked));
             awaitInFlight(revoked);
         }
         drainSettles();
+        List<Delivery> givenUp = rebalance ? tracker.inFlightDeliveries(revoked) : List.of();
         commitSync(revoked);
         forget(revoked);
+        // Once forgotten, their settles are no-ops: the pipeline hands back what it holds without running, releasing
+        // its claims for the new owner (set aside for a sequence gap, it would hold them until gap-timeout).
+        dispatcher.revoked(givenUp);
     }
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> lost) {
         // Another member may own them already: committing would overwrite its progress.
+        List<Delivery> givenUp = List.of();
         if (!lost.isEmpty() && !lifecycle.closing()) {
             log.warn("Pipeline '{}' lost {} (its membership expired); their new owner resumes from the last commit",
                     request.pipeline(), sorted(lost));
+            givenUp = tracker.inFlightDeliveries(lost);
         }
         forget(lost);
+        dispatcher.revoked(givenUp);
     }
 
-    /** Gives in-flight work of revoked partitions until the revoke timeout to finish. */
+    /**
+     * Gives in-flight work of revoked partitions until the revoke timeout to finish; what is still in flight then is
+     * given up ({@link Dispatcher#revoked}).
+     */
     private void awaitInFlight(Collection<TopicPartition> revoked) {
         long deadline = System.nanoTime() + settings.revokeTimeout().toNanos();
         while (tracker.inFlight(revoked) > 0 && !lifecycle.closing()) {

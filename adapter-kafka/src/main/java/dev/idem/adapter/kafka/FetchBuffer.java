@@ -53,7 +53,9 @@ final class FetchBuffer {
             }
             PartitionState.Slot slot = p.deliver(next.record().offset());
             if (slot != null) {
-                batch.add(new KafkaDelivery(subscription, next.record(), p, slot));
+                KafkaDelivery delivery = new KafkaDelivery(subscription, next.record(), p, slot);
+                slot.delivery = delivery;
+                batch.add(delivery);
             }
         }
         return batch;

@@ -1,9 +1,12 @@
 package dev.idem.adapter.kafka;
 
 import dev.idem.adapter.kafka.KafkaDelivery.Settle;
+import dev.idem.spi.Delivery;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BiConsumer;
@@ -142,6 +145,18 @@ final class OffsetTracker {
                 p.committed(o.offset());
             }
         });
+    }
+
+    /** The deliveries of {@code of} handed over and neither finished nor handed back. */
+    List<Delivery> inFlightDeliveries(Collection<TopicPartition> of) {
+        List<Delivery> out = new ArrayList<>();
+        for (TopicPartition tp : of) {
+            PartitionState p = partitions.get(tp);
+            if (p != null) {
+                p.inFlightDeliveries(out);
+            }
+        }
+        return out;
     }
 
     /** Deliveries of {@code of} handed over and neither finished nor handed back. */

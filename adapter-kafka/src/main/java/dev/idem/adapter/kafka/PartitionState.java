@@ -1,7 +1,9 @@
 package dev.idem.adapter.kafka;
 
+import dev.idem.spi.Delivery;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -24,6 +26,8 @@ final class PartitionState {
         SlotState state;
         int deliveries;
         int epoch;
+        /** The delivery handed over last for it (consumer thread only). */
+        Delivery delivery;
 
         Slot(long offset) {
             this.offset = offset;
@@ -140,6 +144,15 @@ final class PartitionState {
         retryPending = false;
         seekTo = Long.MAX_VALUE;
         epoch++;
+    }
+
+    /** Adds the deliveries handed over and neither finished nor handed back to {@code out}. */
+    void inFlightDeliveries(List<Delivery> out) {
+        for (Slot slot : slots.values()) {
+            if (slot.state == SlotState.IN_FLIGHT && slot.delivery != null) {
+                out.add(slot.delivery);
+            }
+        }
     }
 
     /** Handed over and neither finished nor handed back. */

@@ -274,9 +274,15 @@ final class ConsumerLoop {
             // The client already wrote the offset store's value of these queues, i.e. what was finished.
             log.info("Pipeline '{}' gives up {} in a rebalance; their new owner receives what was not finished",
                     request.pipeline(), names(gone));
+            drainSettles();
+            List<Delivery> givenUp = tracker.inFlightDeliveries(gone);
             tracker.forget(gone);
             paused.removeAll(gone);
             buffer.dropRevoked();
+            // Once forgotten, their settles are no-ops: the pipeline hands back what it holds without running,
+            // releasing its claims for the new owner (set aside for a sequence gap, it would hold them until
+            // gap-timeout, while the new owner waits for those claims).
+            dispatcher.revoked(givenUp);
         }
         if (!added.isEmpty()) {
             tracker.assigned(added);

@@ -47,6 +47,21 @@ final class Dispatcher {
         batches.add(batch);
     }
 
+    /**
+     * Consumer thread: tells the listener that the broker took {@code revoked} away (their partitions or queues went
+     * to another consumer), on the calling thread, so that the pipeline stops holding those it does not run.
+     */
+    void revoked(List<Delivery> revoked) {
+        if (revoked.isEmpty()) {
+            return;
+        }
+        try {
+            listener.onRevoked(revoked);
+        } catch (RuntimeException e) {
+            log.error("The listener of pipeline '{}' threw on {} revoked deliveries", pipeline, revoked.size(), e);
+        }
+    }
+
     boolean runsOnCurrentThread() {
         return Thread.currentThread() == thread;
     }

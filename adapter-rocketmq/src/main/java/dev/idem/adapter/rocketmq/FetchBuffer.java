@@ -53,7 +53,9 @@ final class FetchBuffer {
             }
             QueueState.Slot slot = q.deliver(next.message().getQueueOffset());
             if (slot != null) {
-                batch.add(new RocketMqDelivery(subscription, next.message(), q, slot));
+                RocketMqDelivery delivery = new RocketMqDelivery(subscription, next.message(), q, slot);
+                slot.delivery = delivery;
+                batch.add(delivery);
             }
         }
         return batch;

@@ -1,10 +1,12 @@
 package dev.idem.adapter.rocketmq;
 
 import dev.idem.adapter.rocketmq.RocketMqDelivery.Settle;
+import dev.idem.spi.Delivery;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -45,6 +47,18 @@ final class QueueTracker {
     /** The states of the queues owned now; a live view. */
     Collection<QueueState> states() {
         return queues.values();
+    }
+
+    /** The deliveries of {@code of} handed over and neither finished nor handed back. */
+    List<Delivery> inFlightDeliveries(Collection<MessageQueue> of) {
+        List<Delivery> out = new ArrayList<>();
+        for (MessageQueue queue : of) {
+            QueueState q = queues.get(queue);
+            if (q != null) {
+                q.inFlightDeliveries(out);
+            }
+        }
+        return out;
     }
 
     /** Starts tracking {@code assigned}; a queue tracked already keeps its state. */

@@ -11,6 +11,8 @@ import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -46,6 +48,8 @@ public final class AckAudit implements BrokerAdapter {
     private final LongAdder retries = new LongAdder();
     private final LongAdder deadLetters = new LongAdder();
     private final List<String> early = new CopyOnWriteArrayList<>();
+    /** The wrapper handed to the listener for each delivery not settled yet, to pass revocations on. */
+    private final Map<Delivery, Delivery> unsettled = Collections.synchronizedMap(new IdentityHashMap<>());
 
     /** An audit that leaves {@code delegate} open on {@link #close()}. */
     public AckAudit(BrokerAdapter delegate, Predicate<InboundMessage> mayAck) {
@@ -125,12 +129,29 @@ public final class AckAudit implements BrokerAdapter {
 
     private DeliveryListener audited(DeliveryListener listener) {
         Objects.requireNonNull(listener, "listener");
-        return batch -> {
-            List<Delivery> wrapped = new ArrayList<>(batch.size());
-            for (Delivery d : batch) {
-                wrapped.add(new AuditedDelivery(d));
+        return new DeliveryListener() {
+            @Override
+            public void onDeliveries(List<Delivery> batch) {
+                List<Delivery> wrapped = new ArrayList<>(batch.size());
+                for (Delivery d : batch) {
+                    AuditedDelivery audited = new AuditedDelivery(d);
+                    unsettled.put(d, audited);
+                    wrapped.add(audited);
+                }
+                listener.onDeliveries(wrapped);
             }
-            listener.onDeliveries(wrapped);
+
+            @Override
+            public void onRevoked(List<Delivery> revoked) {
+                List<Delivery> wrapped = new ArrayList<>(revoked.size());
+                for (Delivery d : revoked) {
+                    Delivery audited = unsettled.get(d);
+                    if (audited != null) {
+                        wrapped.add(audited);
+                    }
+                }
+                listener.onRevoked(wrapped);
+            }
         };
     }
 
@@ -163,6 +184,7 @@ public final class AckAudit implements BrokerAdapter {
 
         @Override
         public void ack() {
+            unsettled.remove(delivery);
             check(delivery.message());
             acks.increment();
             delivery.ack();
@@ -170,12 +192,14 @@ public final class AckAudit implements BrokerAdapter {
 
         @Override
         public void retryLater(Duration delay) {
+            unsettled.remove(delivery);
             retries.increment();
             delivery.retryLater(delay);
         }
 
         @Override
         public void deadLetter(DeadLetterReason reason) {
+            unsettled.remove(delivery);
             deadLetters.increment();
             delivery.deadLetter(reason);
         }

@@ -3,6 +3,7 @@ package dev.idem.runtime.internal.pipeline;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -430,59 +431,68 @@ final class KeyScheduler {
 
     private List<Work> apply(KeyQueue q, Step step) {
         List<Work> handBack = null;
-        switch (step.kind()) {
-            case NEXT -> {
-                q.works.pollFirst();
-                q.bringBackAside();
-                if ((aborting || detached(q)) && !q.works.isEmpty()) {
+        Step.Kind kind = step.kind();
+        if (!aborting && (kind == Step.Kind.PARK || kind == Step.Kind.SET_ASIDE || kind == Step.Kind.ISOLATE)
+                && q.works.peekFirst().revoked) {
+            // Its delivery was revoked while it ran: it goes back rather than wait here, and its key goes on.
+            Work head = q.works.pollFirst();
+            head.slot = null;
+            handBack = new ArrayList<>(2);
+            handBack.add(head);
+            List<Work> rest = headLeft(q);
+            if (rest != null) {
+                handBack.addAll(rest);
+            }
+        } else {
+            switch (kind) {
+                case NEXT -> {
+                    q.works.pollFirst();
+                    handBack = headLeft(q);
+                }
+                case PARK -> {
+                    if (aborting) {
+                        handBack = drain(q);
+                    } else if (step.parkNanos() == 0) {
+                        ready.addLast(q);
+                    } else {
+                        parked.add(q);
+                        timers.schedule(step.parkNanos(), () -> unpark(q));
+                    }
+                }
+                case AWAIT -> {
+                    Step decided = q.decidedEarly;
+                    if (decided != null) {
+                        q.decidedEarly = null;
+                        return apply(q, decided);
+                    }
+                    awaiting.add(q);
+                    if (aborting) {
+                        handBack = drainBehindHead(q);
+                    }
+                }
+                case ISOLATE -> {
+                    if (aborting) {
+                        handBack = drain(q);
+                    } else {
+                        suspects.addLast(q);
+                    }
+                }
+                case HANDED_BACK -> {
+                    q.works.pollFirst();
                     handBack = drain(q);
-                } else {
-                    requeueOrDrop(q);
                 }
-            }
-            case PARK -> {
-                if (aborting) {
-                    handBack = drain(q);
-                } else if (step.parkNanos() == 0) {
-                    ready.addLast(q);
-                } else {
-                    parked.add(q);
-                    timers.schedule(step.parkNanos(), () -> unpark(q));
-                }
-            }
-            case AWAIT -> {
-                Step decided = q.decidedEarly;
-                if (decided != null) {
-                    q.decidedEarly = null;
-                    return apply(q, decided);
-                }
-                awaiting.add(q);
-                if (aborting) {
-                    handBack = drainBehindHead(q);
-                }
-            }
-            case ISOLATE -> {
-                if (aborting) {
-                    handBack = drain(q);
-                } else {
-                    suspects.addLast(q);
-                }
-            }
-            case HANDED_BACK -> {
-                q.works.pollFirst();
-                handBack = drain(q);
-            }
-            case SET_ASIDE -> {
-                Work head = q.works.pollFirst();
-                if (q.aside == null) {
-                    q.aside = new ArrayList<>(2);
-                }
-                q.aside.add(head);
-                if (aborting || (detached(q) && !q.works.isEmpty())) {
-                    handBack = drain(q);
-                } else {
-                    timers.schedule(step.parkNanos(), () -> recall(q, head));
-                    requeueOrDrop(q);
+                case SET_ASIDE -> {
+                    Work head = q.works.pollFirst();
+                    if (q.aside == null) {
+                        q.aside = new ArrayList<>(2);
+                    }
+                    q.aside.add(head);
+                    if (aborting || (detached(q) && !q.works.isEmpty())) {
+                        handBack = drain(q);
+                    } else {
+                        timers.schedule(step.parkNanos(), () -> recall(q, head));
+                        requeueOrDrop(q);
+                    }
                 }
             }
         }
@@ -495,6 +505,16 @@ final class KeyScheduler {
             workReady.signal();
         }
         return handBack;
+    }
+
+    /** The head left its key's queue settled (or revoked): the works set aside come back, the key goes on. */
+    private List<Work> headLeft(KeyQueue q) {
+        q.bringBackAside();
+        if ((aborting || detached(q)) && !q.works.isEmpty()) {
+            return drain(q);
+        }
+        requeueOrDrop(q);
+        return null;
     }
 
     private void requeueOrDrop(KeyQueue q) {
@@ -585,6 +605,75 @@ final class KeyScheduler {
         }
         if (handBack != null) {
             handBack.forEach(runner::handBack);
+        }
+    }
+
+    /**
+     * The broker took these works' deliveries away (their partition or queue was revoked): each that does not run
+     * now (queued behind its key's head, set aside, or the head of a key waiting for a worker, parked on a timer or
+     * waiting to run alone) leaves its key's queue and is handed back, its claim released; the key's other works go
+     * on in their order. A work that runs now, or whose completion is being written, finishes; should it then ask to
+     * wait (park, set aside, run alone), it is handed back instead. A work settled already, or not here, is ignored.
+     * Any thread; the hand-backs run on the caller's.
+     *
+     * @return how many works it handed back
+     */
+    int revoke(Collection<Work> works) {
+        List<Work> handBack = new ArrayList<>();
+        lock.lock();
+        try {
+            Set<KeyQueue> touched = new HashSet<>();
+            for (Work w : works) {
+                if (!w.revoked && !w.isSettled() && w.slot instanceof KeyQueue q) {
+                    w.revoked = true;
+                    touched.add(q);
+                }
+            }
+            if (touched.isEmpty()) {
+                return 0;
+            }
+            // Keys waiting for a worker: their heads do not run either.
+            Set<KeyQueue> waiting = new HashSet<>();
+            ready.removeIf(q -> touched.contains(q) && waiting.add(q));
+            suspects.removeIf(q -> touched.contains(q) && waiting.add(q));
+            for (KeyQueue q : touched) {
+                Work head = q.works.peekFirst();
+                boolean headRuns = head != null && !waiting.contains(q) && !parked.contains(q);
+                takeOutRevoked(q, headRuns ? head : null, handBack);
+                if (headRuns) {
+                    continue; // Its run, when it returns, decides what comes next for the key.
+                }
+                if (q.works.isEmpty()) {
+                    parked.remove(q); // Its timer then finds it gone.
+                    if (q.key != null && !q.hasAside()) {
+                        queues.remove(q.key, q);
+                    }
+                } else if (waiting.contains(q) || (q.works.peekFirst() != head && parked.remove(q))) {
+                    ready.addLast(q);
+                }
+            }
+            if (!ready.isEmpty() && waitingWorkers > 0) {
+                workReady.signalAll();
+            }
+        } finally {
+            lock.unlock();
+        }
+        handBack.forEach(runner::handBack);
+        return handBack.size();
+    }
+
+    /**
+     * Moves the revoked works of {@code q} but {@code keep} to {@code out}, out of the queue: their hand-back must not
+     * detach the queue, which goes on with the others. Under the lock.
+     */
+    private static void takeOutRevoked(KeyQueue q, Work keep, List<Work> out) {
+        int from = out.size();
+        q.works.removeIf(w -> w != keep && w.revoked && out.add(w));
+        if (q.hasAside()) {
+            q.aside.removeIf(w -> w.revoked && out.add(w));
+        }
+        for (int i = from; i < out.size(); i++) {
+            out.get(i).slot = null;
         }
     }
 

@@ -19,9 +19,13 @@ import dev.idem.spi.TransactionalDedupStore;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.opentelemetry.api.OpenTelemetry;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -258,6 +262,35 @@ public final class Pipeline implements DeliveryListener {
     @Override
     public void onDeliveries(List<Delivery> batch) {
         intake.onDeliveries(batch);
+    }
+
+    /**
+     * The broker took these deliveries away (a partition or queue revoked in a rebalance): those not running now are
+     * handed back, their claims released, so that their new owner can claim them at once instead of waiting for
+     * them behind this process (see {@link KeyScheduler#revoke}). Runs on the adapter's thread; never throws.
+     */
+    @Override
+    public void onRevoked(List<Delivery> revoked) {
+        if (revoked.isEmpty()) {
+            return;
+        }
+        try {
+            Set<Delivery> gone = Collections.newSetFromMap(new IdentityHashMap<>(revoked.size() * 2));
+            gone.addAll(revoked);
+            List<Work> works = new ArrayList<>();
+            inFlight.forEachUnsettled(w -> {
+                if (gone.contains(w.delivery)) {
+                    works.add(w);
+                }
+            });
+            int handedBack = works.isEmpty() ? 0 : scheduler.revoke(works);
+            log.info("Pipeline '{}': the broker took {} deliveries away; {} of them in flight here, {} handed back"
+                    + " unfinished for their new owner, the others finish", name(), revoked.size(), works.size(),
+                    handedBack);
+        } catch (RuntimeException e) {
+            log.error("Pipeline '{}' failed to give up revoked deliveries; they are held until their own end", name(),
+                    e);
+        }
     }
 
     /**

@@ -46,8 +46,13 @@ final class Work {
     Batch batch;
     /** Whether it counts against the pipeline's in-flight limit until settled. */
     boolean counted;
-    /** Its place in the scheduler; set when the scheduler takes it in. */
+    /** Its place in the scheduler; set when the scheduler takes it in, cleared when it leaves it revoked. */
     KeyScheduler.Slot slot;
+    /**
+     * The broker took its delivery away (a partition or queue revoked): the scheduler hands it back instead of
+     * holding it ({@link KeyScheduler#revoke}). Written and read under the scheduler's lock.
+     */
+    boolean revoked;
     /** The delivery's span while tracing is on; ended when it is settled. */
     Span span;
     /** The last outcome counted for it (processed, duplicate, stale...): the span's outcome once acked. */

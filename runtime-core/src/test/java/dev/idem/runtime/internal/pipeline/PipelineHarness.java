@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
+import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.StoreContext;
@@ -85,10 +86,16 @@ final class PipelineHarness implements AutoCloseable {
     }
 
     IdemRuntime start(String yaml, MessageHandler handler, DedupStore storeToUse, MeterRegistry meters) {
+        return start(yaml, handler, broker.connect(), storeToUse, meters);
+    }
+
+    /** A runtime on {@code connection} (one of {@link #broker}'s, possibly wrapped) and {@code storeToUse}. */
+    IdemRuntime start(String yaml, MessageHandler handler, BrokerAdapter connection, DedupStore storeToUse,
+            MeterRegistry meters) {
         IdemRuntime runtime = Idem.builder()
                 .configYaml(yaml)
                 .env(Map.of())
-                .broker("memory", broker.connect())
+                .broker("memory", connection)
                 .store("caffeine", storeToUse)
                 .handler("orders", handler)
                 .meterRegistry(meters)
