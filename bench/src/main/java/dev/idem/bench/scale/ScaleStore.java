@@ -1,0 +1,61 @@
+package dev.idem.bench.scale;
+
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.DedupStoreProvider;
+import dev.idem.spi.StoreContext;
+import dev.idem.testkit.TestPluginConfig;
+import java.util.ServiceLoader;
+import java.util.function.UnaryOperator;
+
+/**
+ * A store under {@link StoreScaleBenchmark}: where its keys live, isolated from everything else on the server
+ * (a key prefix, a schema, a database of the run's own), and how many bytes they take there.
+ */
+interface ScaleStore extends AutoCloseable {
+
+    /** The name given on the command line. */
+    String name();
+
+    /** What {@link #size} measures, for the table's heading. */
+    String sizeSource();
+
+    /** What {@link #compactedSize} does, for the table's heading; {@code null} when the store does not compact. */
+    default String compaction() {
+        return null;
+    }
+
+    /**
+     * Removes whatever an earlier open left, prepares an empty place for the keys and creates the store on it
+     * through its provider, with the settings {@code idem run} would use but for the place.
+     */
+    DedupStore open();
+
+    /** The bytes the keys take now (with the server's fixed overhead that {@link #open} found). */
+    long size() throws Exception;
+
+    /** Compacts the keys as the store's database can, then measures as {@link #size} does; -1 if it cannot. */
+    default long compactedSize() throws Exception {
+        return -1;
+    }
+
+    /**
+     * After the fill, before the calls are timed: what the database's own background work would have done by
+     * then (statistics, visibility). Nothing by default.
+     */
+    default void settle() throws Exception {
+    }
+
+    /** Removes the keys (prefix, schema, database) of this run; safe to call more than once. */
+    void drop() throws Exception;
+
+    @Override
+    void close();
+
+    /** A store of plugin {@code id}, created through its provider as {@code idem run} creates it. */
+    static DedupStore create(String id, UnaryOperator<TestPluginConfig> settings) {
+        DedupStoreProvider provider = ServiceLoader.load(DedupStoreProvider.class).stream()
+                .map(ServiceLoader.Provider::get).filter(p -> p.id().equals(id)).findFirst().orElseThrow();
+        return provider.create(settings.apply(TestPluginConfig.defaults("store." + id, provider.configSpec())),
+                StoreContext.system());
+    }
+}
