@@ -36,8 +36,9 @@ import org.junit.jupiter.api.io.TempDir;
  * What durable steps and derived idempotency keys do against {@code kill -9}, measured: two {@code bin/idem run}
  * processes in plain mode on the Redis store, in one Kafka consumer group, charge each order of a stream through a
  * local HTTP payment service ({@link Payments}: it counts the charges it applies per order, and applies a request
- * whose {@code Idempotency-Key} it has seen before only once). A producer in this JVM publishes {@value #MESSAGES}
- * messages at {@value #RATE} per second, {@value #REPEAT_PERCENT} % of them repeats; every {@link #KILL_EVERY} one
+ * whose {@code Idempotency-Key} it has seen before only once). A producer in this JVM publishes
+ * {@value #DEFAULT_MESSAGES} messages at {@value #DEFAULT_RATE} per second (the acceptance size, 10,000 orders, with
+ * {@code -Didem.it.steps.messages=10000 -Didem.it.steps.rate=250}), {@value #REPEAT_PERCENT} % of them repeats; every {@link #KILL_EVERY} one
  * process, in turn, is killed with {@code kill -9} and restarted at once. The same setup runs three times, with the
  * handler ({@link ChargingHandler}) charging:
  * <ol>
@@ -52,19 +53,21 @@ import org.junit.jupiter.api.io.TempDir;
  * and a summary print the figures. Run it with {@code mvn -B -o verify -pl distribution -Dit.test=DurableStepsIT
  * -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false}.
  */
-@Timeout(value = 6, unit = TimeUnit.MINUTES)
+@Timeout(value = 15, unit = TimeUnit.MINUTES)
 class DurableStepsIT {
 
     private static final int NODES = 2;
     private static final int PARTITIONS = 4;
-    private static final int MESSAGES = 2_500;
+    private static final int DEFAULT_MESSAGES = 2_500;
+    private static final int DEFAULT_RATE = 125;
+    private static final int MESSAGES = Integer.getInteger("idem.it.steps.messages", DEFAULT_MESSAGES);
     private static final int REPEAT_PERCENT = 20;
-    private static final int RATE = 125;
+    private static final int RATE = Integer.getInteger("idem.it.steps.rate", DEFAULT_RATE);
     private static final Duration KILL_EVERY = Duration.ofSeconds(3);
     private static final int MIN_KILLS = 4;
     private static final int CONCURRENCY = 8;
     private static final int MAX_IN_FLIGHT = 100;
-    private static final int PAYMENT_LATENCY_MS = 20;
+    private static final int PAYMENT_LATENCY_MS = 50;
     private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
     private static final Duration SETTLE_TIMEOUT = Duration.ofMinutes(2);
     private static final Duration QUIET = Duration.ofSeconds(3);
