@@ -406,6 +406,11 @@ public final class FaultProxy implements AutoCloseable {
                 }
                 continue;
             }
+            if (closed) {
+                // The listener closes only once this thread leaves accept: what it accepted meanwhile goes.
+                closeQuietly(client);
+                return;
+            }
             accepted.incrementAndGet();
             long number = accepted.get();
             Thread setup = new Thread(() -> open(client, number), "fault-proxy-" + port() + "-c" + number + "-connect");
