@@ -165,6 +165,52 @@ public interface TransactionalDedupStore extends DedupStore {
         return runGroup(members);
     }
 
+    /**
+     * One key of {@link #runBatch}: the arguments of {@link #runOnce(StoreKey, String, Duration, Work)}, less the work.
+     */
+    record BatchMember(StoreKey key, String fingerprint, Duration retention) {
+        public BatchMember {
+            Objects.requireNonNull(key, "key");
+            Objects.requireNonNull(retention, "retention");
+        }
+    }
+
+    /** The handler's part of a {@link #runBatch} transaction: one run for every member to run. */
+    @FunctionalInterface
+    interface BatchWork {
+        /**
+         * Runs inside the transaction.
+         *
+         * @param running the indexes, in {@code members}, of the members to run (those not completed already), in
+         *        order; never empty
+         * @throws Exception any failure; the whole transaction is rolled back, every key left as it was
+         */
+        void run(StoreTransaction transaction, List<Integer> running) throws Exception;
+    }
+
+    /**
+     * Runs a batch handler's work for several keys in one transaction, all or nothing: records every member's key as
+     * completed (waiting for a concurrent transaction holding one), runs {@code work} once for the members whose key
+     * was not already completed, and commits. A member whose key is completed and remembered is a duplicate and is
+     * not given to the work; when every member is, the work does not run. The members' keys are distinct.
+     *
+     * <p>The default throws {@link UnsupportedOperationException}: a store that cannot hold several keys in one
+     * transaction does not offer batch handlers in transactional mode, and the runtime says so at startup.
+     *
+     * @return one outcome per member, in order: {@link Outcome#COMMITTED} for those the work ran for,
+     *         {@link Outcome#DUPLICATE} or {@link Outcome#DUPLICATE_FINGERPRINT_MISMATCH} for the others; durable
+     * @throws StoreException when the database fails (connection, deadlock, timeout); nothing committed
+     * @throws Exception whatever {@code work} threw; nothing committed
+     */
+    default List<Outcome> runBatch(List<BatchMember> members, BatchWork work) throws Exception {
+        throw new UnsupportedOperationException(getClass().getName() + " cannot run a batch in one transaction");
+    }
+
+    /** Whether {@link #runBatch} is implemented; {@code false} by default. */
+    default boolean runsBatches() {
+        return false;
+    }
+
     /** The transaction a {@link Work} runs in, as the handler sees it through its context. */
     interface StoreTransaction {
         /**

@@ -219,6 +219,16 @@ public final class PipelineConfig {
         return section.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP);
     }
 
+    /** For a batch handler, the most messages one call takes. */
+    public int batchSize() {
+        return section.get(RuntimeConfigSpecs.BATCH_SIZE);
+    }
+
+    /** For a batch handler, the longest a worker waits for a batch to fill. */
+    public Duration batchLinger() {
+        return section.get(RuntimeConfigSpecs.BATCH_LINGER);
+    }
+
     /** Where a group's savepoints are set. */
     public TransactionalDedupStore.Savepoints groupSavepoints() {
         return groupSavepoints;

@@ -289,6 +289,18 @@ public final class RuntimeConfigSpecs {
                     + " run without retry, since running it again would repeat its effect. Record what a re-run needs"
                     + " (a charge's ID), not a whole response.");
 
+    public static final ConfigKey<Integer> BATCH_SIZE = ConfigKey.integer("batch.size").defaultValue(100)
+            .atLeast(1).atMost(10_000)
+            .doc("A batch handler (`BatchHandler`): the most messages one call takes. Each is claimed, none is a"
+                    + " duplicate, and no two share an ordering key. In transactional mode the batch is one database"
+                    + " transaction. Ignored for other handlers.");
+
+    public static final ConfigKey<Duration> BATCH_LINGER = ConfigKey.duration("batch.linger")
+            .defaultValue(Duration.ofMillis(5)).atLeast(Duration.ZERO).atMost(Duration.ofSeconds(10))
+            .doc("A batch handler: the longest a worker waits for a batch to fill up to `batch.size` before it runs"
+                    + " what it has. A message waits at most this long more before its handler starts. Ignored for"
+                    + " other handlers.");
+
     /** The keys of one {@code pipelines.<name>} section, except {@value #ID}. */
     public static final ConfigSpec PIPELINE = ConfigSpec.builder()
             .define(SOURCE)
@@ -325,6 +337,8 @@ public final class RuntimeConfigSpecs {
             .define(SEQUENCE_RETENTION)
             .define(EMIT_ID_HEADER)
             .define(STEPS_MAX_SIZE)
+            .define(BATCH_SIZE)
+            .define(BATCH_LINGER)
             .build();
 
     public static final ConfigKey<Duration> SHUTDOWN_TIMEOUT = ConfigKey.duration("shutdown-timeout")

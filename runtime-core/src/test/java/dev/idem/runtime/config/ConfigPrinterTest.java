@@ -62,6 +62,9 @@ class ConfigPrinterTest {
                       id-header: message-id
                     steps:
                       max-size: 65536
+                    batch:
+                      size: 100
+                      linger: 5ms
                 runtime:
                   shutdown-timeout: 30s
                   summary-interval: 30s

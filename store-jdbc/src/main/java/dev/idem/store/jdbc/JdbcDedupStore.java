@@ -538,6 +538,26 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         }
     }
 
+    /** One transaction for the whole batch: see {@link JdbcTransactionalRuns#runBatch}. */
+    @Override
+    public List<Outcome> runBatch(List<BatchMember> members, BatchWork work) throws Exception {
+        for (BatchMember m : members) {
+            steps.enter(m.key());
+        }
+        try {
+            return runs.runBatch(members, work);
+        } finally {
+            for (BatchMember m : members) {
+                steps.leave(m.key());
+            }
+        }
+    }
+
+    @Override
+    public boolean runsBatches() {
+        return true;
+    }
+
     /** One transaction for all the members, a savepoint for each: see {@link JdbcTransactionalRuns#runGroup}. */
     @Override
     public List<GroupResult> runGroup(List<GroupMember> members) {

@@ -5,6 +5,8 @@ import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.TransactionalDedupStore;
+import dev.idem.spi.TransactionalDedupStore.BatchMember;
+import dev.idem.spi.TransactionalDedupStore.BatchWork;
 import dev.idem.spi.TransactionalDedupStore.GroupMember;
 import dev.idem.spi.TransactionalDedupStore.GroupResult;
 import dev.idem.spi.TransactionalDedupStore.Outcome;
@@ -132,6 +134,106 @@ final class JdbcTransactionalRuns {
             out.add(results[i]);
         }
         return out;
+    }
+
+    /**
+     * A batch handler's transaction: the members' rows are locked and read in one statement; a member whose key is
+     * completed and remembered is a duplicate; a member whose key has no row yet is written completed and locked;
+     * the work runs once for every other member; their keys are written completed in one batch and the transaction
+     * commits. A member's row that changed under it (a race with another consumer's claim) rolls the whole
+     * transaction back and the batch is tried again; anything the work throws rolls it back and is rethrown.
+     */
+    List<Outcome> runBatch(List<BatchMember> members, BatchWork work) throws Exception {
+        Objects.requireNonNull(work, "work");
+        List<ClaimRow> rows = new ArrayList<>(members.size());
+        for (BatchMember m : members) {
+            rows.add(ClaimRow.completed(m.key(), m.fingerprint(), m.retention(), FencingTokens.next()));
+        }
+        for (int pass = 1; ; pass++) {
+            List<Outcome> outcomes = runBatchOnce(rows, work);
+            if (outcomes != null) {
+                return outcomes;
+            }
+            if (pass >= JdbcCalls.MAX_CONFLICT_RUNS) {
+                throw failures.of("batch transactional run", "the keys' rows kept changing under " + pass + " tries",
+                        true);
+            }
+            JdbcCalls.backOff(pass);
+            for (int i = 0; i < rows.size(); i++) {
+                rows.set(i, rows.get(i).withToken(FencingTokens.next()));
+            }
+        }
+    }
+
+    /** One try of {@link #runBatch}; {@code null} when a row changed under it (rolled back, to try again). */
+    private List<Outcome> runBatchOnce(List<ClaimRow> rows, BatchWork work) throws Exception {
+        Outcome[] outcomes = new Outcome[rows.size()];
+        List<Integer> running = new ArrayList<>(rows.size());
+        List<ClaimRow> toComplete = new ArrayList<>(rows.size());
+        Handle handle = calls.open("batch transactional run");
+        try {
+            try {
+                handle.begin();
+                Map<ByteBuffer, StoredRow> locked = lockRows(handle, rows);
+                for (int i = 0; i < rows.size(); i++) {
+                    ClaimRow row = rows.get(i);
+                    StoredRow held = locked.get(Dialect.rowKey(row.namespace(), row.id(), 0));
+                    if (held == null) {
+                        dialect.upsertInTransaction(handle, row);
+                        held = handle.createQuery(dialect.lockRow())
+                                .bind(0, row.namespace()).bind(1, row.id())
+                                .map((rs, ctx) -> StoredRow.read(rs, 1))
+                                .findOne().orElse(null);
+                        if (held != null && held.token() == row.token()) {
+                            outcomes[i] = Outcome.COMMITTED;
+                            running.add(i);
+                            continue;
+                        }
+                        if (held == null || !held.live() || held.state() != Dialect.COMPLETED) {
+                            rollback(handle, null);
+                            return null;
+                        }
+                    }
+                    if (held.live() && held.state() == Dialect.COMPLETED) {
+                        outcomes[i] = held.duplicateOf(row.fingerprint()).fingerprintMatches() ? Outcome.DUPLICATE
+                                : Outcome.DUPLICATE_FINGERPRINT_MISMATCH;
+                    } else {
+                        outcomes[i] = Outcome.COMMITTED;
+                        running.add(i);
+                        toComplete.add(row);
+                    }
+                }
+            } catch (RuntimeException e) {
+                rollback(handle, e);
+                if (failures.isConflict(e)) {
+                    return null;
+                }
+                throw failures.of("locking the keys of a batch transaction", e);
+            }
+            if (running.isEmpty()) {
+                rollback(handle, null);
+                return List.of(outcomes);
+            }
+            JdbcTransaction transaction = new JdbcTransaction(handle);
+            try {
+                work.run(transaction, List.copyOf(running));
+            } catch (Throwable t) {
+                transaction.end();
+                rollback(handle, t);
+                throw t;
+            }
+            transaction.end();
+            try {
+                completeLocked(handle, toComplete);
+                handle.commit();
+            } catch (RuntimeException e) {
+                rollback(handle, e);
+                throw failures.of("committing a batch transaction of " + rows.size(), e);
+            }
+            return List.of(outcomes);
+        } finally {
+            JdbcCalls.closeQuietly(handle);
+        }
     }
 
     /**

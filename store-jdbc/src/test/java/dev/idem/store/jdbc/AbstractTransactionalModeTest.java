@@ -337,6 +337,67 @@ abstract class AbstractTransactionalModeTest {
     }
 
     @Test
+    void aBatchRunsItsWorkOnceForEveryKeyNotCompletedAndCommitsThemTogether() throws Exception {
+        store.runOnce(key("b-done"), "sha256:aa", RETENTION, insertRow("b-done"));
+        Acquired claimed = (Acquired) claim(key("b-2"));
+        List<List<Integer>> runs = new ArrayList<>();
+
+        List<Outcome> outcomes = store.runBatch(List.of(batchMember("b-1"), batchMember("b-done"), batchMember("b-2")),
+                (tx, running) -> {
+                    runs.add(running);
+                    insertRow("b-1").run(tx);
+                    insertRow("b-2").run(tx);
+                });
+
+        assertThat(outcomes).containsExactly(Outcome.COMMITTED, Outcome.DUPLICATE, Outcome.COMMITTED);
+        assertThat(runs).containsExactly(List.of(0, 2));
+        assertThat(businessRows()).containsExactlyInAnyOrder("b-done", "b-1", "b-2");
+        assertThat(claim(key("b-1"))).isEqualTo(new Duplicate(true));
+        assertThat(claim(key("b-2"))).isEqualTo(new Duplicate(true));
+        assertThat(store.complete(key("b-2"), claimed.token(), RETENTION))
+                .as("the batch took the key over from the claim").isFalse();
+        assertThat(store.runsBatches()).isTrue();
+    }
+
+    @Test
+    void aBatchWhoseWorkThrowsCommitsNothingAndLeavesItsClaimsAsTheyWere() {
+        claim(key("f-1"));
+        claim(key("f-2"));
+
+        assertThatThrownBy(() -> store.runBatch(List.of(batchMember("f-1"), batchMember("f-2"), batchMember("f-3")),
+                (tx, running) -> {
+                    insertRow("f-1").run(tx);
+                    insertRow("f-2").run(tx);
+                    throw new IllegalStateException("fails after its writes (test)");
+                })).hasMessage("fails after its writes (test)");
+
+        assertThat(businessRows()).isEmpty();
+        assertThat(claim(key("f-1"))).as("still claimed").isInstanceOf(ClaimResult.InProgress.class);
+        assertThat(claim(key("f-2"))).isInstanceOf(ClaimResult.InProgress.class);
+        assertThat(claim(key("f-3"))).as("never recorded").isInstanceOf(Acquired.class);
+    }
+
+    @Test
+    void aBatchOfCompletedKeysDoesNotRunItsWork() throws Exception {
+        store.runOnce(key("d-1"), "sha256:aa", RETENTION, insertRow("d-1"));
+        store.runOnce(key("d-2"), "sha256:aa", RETENTION, insertRow("d-2"));
+
+        List<Outcome> outcomes = store.runBatch(List.of(
+                new TransactionalDedupStore.BatchMember(key("d-1"), "sha256:aa", RETENTION),
+                new TransactionalDedupStore.BatchMember(key("d-2"), "sha256:bb", RETENTION)),
+                (tx, running) -> {
+                    throw new AssertionError("ran for " + running);
+                });
+
+        assertThat(outcomes).containsExactly(Outcome.DUPLICATE, Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
+        assertThat(businessRows()).containsExactlyInAnyOrder("d-1", "d-2");
+    }
+
+    private TransactionalDedupStore.BatchMember batchMember(String id) {
+        return new TransactionalDedupStore.BatchMember(key(id), null, RETENTION);
+    }
+
+    @Test
     void runOnceOfACompletedKeyIsDuplicateWithoutRunningTheWork() throws Exception {
         StoreKey key = key("order-1");
         store.runOnce(key, "sha256:aa", RETENTION, insertRow("order-1"));

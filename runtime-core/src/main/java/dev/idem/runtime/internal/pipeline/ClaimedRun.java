@@ -36,7 +36,14 @@ final class ClaimedRun extends RunStrategy {
             return Step.HANDED_BACK;
         }
         w.run.count++;
-        Throwable failure = runResolvingConflicts(w, () -> runHandler(w, null));
+        return settleRun(w, runResolvingConflicts(w, () -> runHandler(w, null)));
+    }
+
+    /**
+     * Settles a work after its handler ran, {@code failure} being what the run threw or {@code null}: publishes what
+     * it emitted and completes it; or parks it for a retry, dead-letters it, hands it back.
+     */
+    Step settleRun(Work w, Throwable failure) {
         if (failure instanceof RejectedException) {
             w.run.rejected = true;
             logRejected(w, failure);

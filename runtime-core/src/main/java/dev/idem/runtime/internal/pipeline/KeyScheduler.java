@@ -75,6 +75,13 @@ final class KeyScheduler {
     }
 
     /**
+     * How a worker gathers a batch handler's batch: up to {@code size} runnable keys, waiting up to
+     * {@code lingerNanos} for that many before it takes fewer.
+     */
+    record Batching(int size, long lingerNanos) {
+    }
+
+    /**
      * A work's place in the scheduler: its ordering key's queue. What a later stage tells the scheduler about a
      * work, it tells through this handle. Thread-safe.
      */
@@ -174,6 +181,8 @@ final class KeyScheduler {
     private final Thread[] workers;
     /** The most keys one worker takes at once. */
     private final int maxChunk;
+    /** How a batch handler's batches are gathered; {@code null} for other handlers. */
+    private final Batching batching;
     private int waitingWorkers;
     /** The suspect's key while it runs alone. */
     private KeyQueue isolated;
@@ -210,7 +219,7 @@ final class KeyScheduler {
 
     KeyScheduler(String pipeline, int concurrency, ClassLoader handlerLoader, Runner runner, DelayedTasks timers) {
         this(pipeline, concurrency, handlerLoader, runner, timers, MAX_CHUNK, Comparator.comparingInt(w -> 0),
-                new Running());
+                new Running(), null);
     }
 
     /**
@@ -218,10 +227,13 @@ final class KeyScheduler {
      * @param asideOrder the order in which works set aside come back to their key's head (the sequence guard's:
      *        lowest number first)
      * @param running where the scheduler counts the works running now
+     * @param batching how a batch handler's batches are gathered, or {@code null}: a worker then takes a fair share
+     *        of the runnable keys, up to {@code maxChunk}
      */
     KeyScheduler(String pipeline, int concurrency, ClassLoader handlerLoader, Runner runner, DelayedTasks timers,
-            int maxChunk, Comparator<Work> asideOrder, Running running) {
-        this.maxChunk = Math.max(MAX_CHUNK, maxChunk);
+            int maxChunk, Comparator<Work> asideOrder, Running running, Batching batching) {
+        this.maxChunk = Math.max(MAX_CHUNK, batching == null ? maxChunk : batching.size());
+        this.batching = batching;
         this.runner = runner;
         this.timers = timers;
         this.asideOrder = asideOrder;
@@ -383,6 +395,8 @@ final class KeyScheduler {
      * still find keys); 0 once closed. Called under the lock; may wait.
      */
     private int take(KeyQueue[] out) {
+        long lingerEnd = 0;
+        boolean lingering = false;
         while (!closed) {
             if (isolated == null) {
                 if (!suspects.isEmpty()) {
@@ -393,7 +407,28 @@ final class KeyScheduler {
                         return 1;
                     }
                 } else if (!ready.isEmpty()) {
-                    int share = Math.max(1, Math.min(out.length, ready.size() / workers.length));
+                    if (batching != null && ready.size() < batching.size() && batching.lingerNanos() > 0) {
+                        long now = System.nanoTime();
+                        if (!lingering) {
+                            lingering = true;
+                            lingerEnd = now + batching.lingerNanos();
+                        }
+                        if (lingerEnd - now > 0) {
+                            waitingWorkers++;
+                            try {
+                                workReady.awaitNanos(lingerEnd - now);
+                            } catch (InterruptedException e) {
+                                // Workers are not stopped by interrupts (they wait uninterruptibly elsewhere): a stray
+                                // one ends the linger, nothing more.
+                                lingerEnd = now;
+                            } finally {
+                                waitingWorkers--;
+                            }
+                            continue;
+                        }
+                    }
+                    int share = batching != null ? Math.min(out.length, Math.min(batching.size(), ready.size()))
+                            : Math.max(1, Math.min(out.length, ready.size() / workers.length));
                     int n = 0;
                     while (n < share) {
                         KeyQueue q = ready.pollFirst();

@@ -1,5 +1,6 @@
 package dev.idem.runtime.internal.pipeline;
 
+import dev.idem.api.BatchHandler;
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.OutcomeListener;
 import dev.idem.runtime.config.PipelineConfig;
@@ -140,6 +141,10 @@ public final class Pipeline implements DeliveryListener {
                     + PluginContext.unwrap(store).getClass().getName() + " keeps no sequence watermarks."
                     + " Use a store that does (store.type: caffeine, redis or jdbc), or remove the sequence section");
         }
+        boolean batching = handler instanceof BatchHandler;
+        if (batching) {
+            requireBatchable(config, handler, transactionalStore);
+        }
         this.state = new PipelineState(config, handler, environment.ticker(),
                 MessageTracing.of(environment.openTelemetry(), environment.brokerType(), config.name()));
         this.metrics = new PipelineMetrics(environment.meters(), config.name());
@@ -159,15 +164,44 @@ public final class Pipeline implements DeliveryListener {
         RunStrategy strategy = plain ? claimed
                 : new TransactionalRun(state, settle, outcomes, metrics, steps, transactionalStore,
                         environment.outboxWritten(), claims, claimed, sequences);
-        int group = plain ? 1 : config.transactionGroup();
-        Runs runs = new Runs(state, settle, claims, storeCalls, outcomes, strategy, sequences, plain, group);
+        BatchRun batches = null;
+        if (batching) {
+            metrics.watchBatches();
+            batches = new BatchRun(state, settle, metrics, strategy, storeCalls);
+        }
+        int group = batching ? config.batchSize() : plain ? 1 : config.transactionGroup();
+        Runs runs = new Runs(state, settle, claims, storeCalls, outcomes, strategy, sequences, plain, group, batches);
         this.timers = new DelayedTasks("idem-" + config.name() + "-timer", state.ticker);
         this.scheduler = new KeyScheduler(config.name(), config.concurrency(), handler.getClass().getClassLoader(),
-                runs, timers, group, Sequences.ORDER, running);
+                runs, timers, group, Sequences.ORDER, running,
+                batching ? new KeyScheduler.Batching(config.batchSize(), config.batchLinger().toNanos()) : null);
         this.intake = new Intake(state, inFlight, new KeyResolver(extractors.id(), config.missingId()),
                 new OrderKeys(config.ordering(), extractors.ordering()), claims, outcomes, settle, scheduler,
                 sequences);
         this.leaseKeeper = new LeaseKeeper(state, inFlight, storeCalls);
+    }
+
+    /** What a batch handler cannot be combined with, said at startup. */
+    private static void requireBatchable(PipelineConfig config, MessageHandler handler,
+            TransactionalDedupStore transactionalStore) {
+        String path = "pipelines." + config.name();
+        String what = "the handler " + handler.getClass().getName() + " is a batch handler (BatchHandler)";
+        if (config.sequence() != null) {
+            throw new ConfigException(path + ".sequence is set, but " + what + ": the sequence guard runs one event"
+                    + " at a time per aggregate, against its watermark. Use a MessageHandler for sequenced events, or"
+                    + " remove the sequence section");
+        }
+        if (config.transactionGroup() > 1) {
+            throw new ConfigException(path + ".transactional.group is " + config.transactionGroup() + ", but " + what
+                    + ", whose whole batch is one transaction already. Set batch.size instead, and remove"
+                    + " transactional.group");
+        }
+        if (transactionalStore != null && !transactionalStore.runsBatches()) {
+            throw new ConfigException(path + ".transactional is true and " + what + ", but the dedup store "
+                    + PluginContext.unwrap(transactionalStore).getClass().getName() + " cannot run a batch in one"
+                    + " transaction. Use a store that can (store.type: jdbc), set transactional: false, or use a"
+                    + " MessageHandler");
+        }
     }
 
     public String name() {

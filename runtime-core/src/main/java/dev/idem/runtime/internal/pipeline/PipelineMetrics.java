@@ -1,6 +1,7 @@
 package dev.idem.runtime.internal.pipeline;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -32,6 +33,8 @@ final class PipelineMetrics {
     static final String SEQUENCE_WAITING_AGGREGATES = "idem.sequence.waiting.aggregates";
     static final String SEQUENCE_BLOCKED = "idem.sequence.blocked";
     static final String SEQUENCE_BLOCKED_OVERFLOW = "idem.sequence.blocked.overflow";
+    static final String BATCH_SIZE = "idem.batch.size";
+    static final String BATCH_SPLITS = "idem.batch.splits";
 
     /** Messages handlers emitted: published in plain mode, written to the outbox in transactional mode. */
     final Counter emitted;
@@ -46,6 +49,10 @@ final class PipelineMetrics {
     final Counter stepsReplayed;
     final Timer steps;
     final Timer recordStep;
+    /** Messages per batch handler call; set by {@link #watchBatches}, for a pipeline with a batch handler. */
+    DistributionSummary batchSize;
+    /** Batches split in halves after their handler threw; set by {@link #watchBatches}. */
+    Counter batchSplits;
 
     private final MeterRegistry registry;
     private final String pipeline;
@@ -66,6 +73,18 @@ final class PipelineMetrics {
         stepsReplayed = steps(registry, pipeline, "replayed");
         steps = store(registry, pipeline, "steps");
         recordStep = store(registry, pipeline, "record-step");
+    }
+
+    /**
+     * Registers the meters of a batch handler: {@code idem.batch.size} (messages per call) and
+     * {@code idem.batch.splits} (batches split in halves after their handler threw). Per-message meters stay as for
+     * single handlers; a call's run time is shared out among its messages in {@code idem.handler.duration}.
+     */
+    void watchBatches() {
+        batchSize = DistributionSummary.builder(BATCH_SIZE).description("Messages per batch handler call")
+                .tag("pipeline", pipeline).register(registry);
+        batchSplits = Counter.builder(BATCH_SPLITS).description("Batches split in halves after their handler threw")
+                .tag("pipeline", pipeline).register(registry);
     }
 
     private static Counter steps(MeterRegistry registry, String pipeline, String outcome) {

@@ -63,17 +63,14 @@ abstract class RunStrategy {
         long deadline = start + s.config.handlerTimeout().toNanos();
         w.run.begin(deadline);
         Throwable failure = null;
-        String cannotEmit = cannotEmit(w);
-        Emissions emissions = cannotEmit != null ? null
-                : new Emissions(s.namespace, w.key, s.config.emitIdHeader(), s.tracing.context(w));
+        Emissions emissions = emissionsOf(w);
         s.tracing.run(w, w.attempt());
         MDC.put(Pipeline.MDC_KEY, w.key);
         try {
             // Read on the worker, as the run's first step: a payload that does not read throws PayloadException.
             Object payload = s.payloads.prepare(w.message.payload());
             s.handler.handle(new DeliveredMessage(w.message, w.key, w.attempt(), payload, s.payloads),
-                    new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction, emissions, cannotEmit,
-                            s.namespace, w.key, steps.of(w), s.payloads));
+                    contextOf(w, deadline, transaction, emissions));
             if (emissions != null) {
                 w.run.emitted = emissions.emitted();
             }
@@ -88,6 +85,18 @@ abstract class RunStrategy {
         // happened and the handler's stack is gone, so the heap is usually fine again. retryOrGiveUp makes sure
         // such a failure counts only for a run that ran alone.
         return failure;
+    }
+
+    /** What collects the messages a run of {@code w} emits; {@code null} when it cannot emit. */
+    Emissions emissionsOf(Work w) {
+        return cannotEmit(w) != null ? null
+                : new Emissions(s.namespace, w.key, s.config.emitIdHeader(), s.tracing.context(w));
+    }
+
+    /** The handler's context for a run of {@code w} until {@code deadline} (ticker time). */
+    RunContext contextOf(Work w, long deadline, StoreTransaction transaction, Emissions emissions) {
+        return new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction, emissions,
+                emissions == null ? cannotEmit(w) : null, s.namespace, w.key, steps.of(w), s.payloads);
     }
 
     /** Why a run of {@code w} cannot emit messages, for the handler's error; {@code null} when it can. */

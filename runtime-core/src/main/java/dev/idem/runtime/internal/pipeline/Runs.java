@@ -32,13 +32,16 @@ final class Runs implements KeyScheduler.Runner {
     private final boolean checkEveryRun;
     /** How many ready works share one transaction ({@code transactional.group}); 1 in plain mode. */
     private final int groupSize;
+    /** Runs ready works through the pipeline's batch handler; {@code null} when the handler is not one. */
+    private final BatchRun batches;
 
     /**
      * @param checkEveryRun whether the sequence guard is checked before every run (plain mode)
      * @param groupSize how many ready works run through {@link RunStrategy#executeGroup} at once
+     * @param batches runs ready works through a batch handler, or {@code null}
      */
     Runs(PipelineState state, Settlement settle, Claims claims, StoreCalls store, Outcomes outcomes,
-            RunStrategy strategy, Sequences sequences, boolean checkEveryRun, int groupSize) {
+            RunStrategy strategy, Sequences sequences, boolean checkEveryRun, int groupSize, BatchRun batches) {
         this.s = state;
         this.settle = settle;
         this.claims = claims;
@@ -48,6 +51,7 @@ final class Runs implements KeyScheduler.Runner {
         this.sequences = sequences;
         this.checkEveryRun = checkEveryRun;
         this.groupSize = groupSize;
+        this.batches = batches;
     }
 
     @Override
@@ -66,6 +70,10 @@ final class Runs implements KeyScheduler.Runner {
      */
     @Override
     public void runAll(Work[] works, int count, boolean alone, Step[] steps) {
+        if (batches != null && count > 1) {
+            runBatch(works, count, alone, steps);
+            return;
+        }
         if (groupSize <= 1 || count == 1) {
             KeyScheduler.Runner.super.runAll(works, count, alone, steps);
             return;
@@ -98,6 +106,38 @@ final class Runs implements KeyScheduler.Runner {
             for (int j = 0; j < group.size(); j++) {
                 steps[readyAt.get(from + j)] = groupSteps[j];
             }
+        }
+    }
+
+    /** Prepares each work as {@link #run} would, then runs those ready to run through the batch handler at once. */
+    private void runBatch(Work[] works, int count, boolean alone, Step[] steps) {
+        List<Work> ready = new ArrayList<>(count);
+        List<Integer> readyAt = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            try {
+                steps[i] = prepare(works[i], alone);
+            } catch (RuntimeException e) {
+                steps[i] = failed(works[i], e);
+            }
+            if (steps[i] == null) {
+                ready.add(works[i]);
+                readyAt.add(i);
+            }
+        }
+        if (ready.isEmpty()) {
+            return;
+        }
+        Step[] batchSteps;
+        try {
+            batchSteps = batches.execute(ready);
+        } catch (RuntimeException e) {
+            batchSteps = new Step[ready.size()];
+            for (int j = 0; j < ready.size(); j++) {
+                batchSteps[j] = failed(ready.get(j), e);
+            }
+        }
+        for (int j = 0; j < ready.size(); j++) {
+            steps[readyAt.get(j)] = batchSteps[j];
         }
     }
 

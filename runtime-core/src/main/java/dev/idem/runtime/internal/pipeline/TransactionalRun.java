@@ -24,9 +24,9 @@ final class TransactionalRun extends RunStrategy {
 
     private static final Logger log = LoggerFactory.getLogger(TransactionalRun.class);
 
-    private final TransactionalDedupStore store;
+    final TransactionalDedupStore store;
     /** The store's outbox, where the store keeps one; {@code null} otherwise, and then no run can emit. */
-    private final OutboxStore outbox;
+    final OutboxStore outbox;
     /** Wakes the outbox relay after a transaction that wrote to the outbox committed. */
     private final Runnable outboxWritten;
     private final Claims claims;
@@ -136,7 +136,7 @@ final class TransactionalRun extends RunStrategy {
     }
 
     /** Settles a work after its transactional run: the outcome when it committed, else the failure. */
-    private Step settleRun(Work w, Throwable failure, TransactionalDedupStore.Outcome committed) {
+    Step settleRun(Work w, Throwable failure, TransactionalDedupStore.Outcome committed) {
         if (failure instanceof RejectedException) {
             // Rolled back; the claim, taken before the transaction, now completes the key (and raises the watermark).
             w.run.rejected = true;

@@ -20,8 +20,8 @@ import java.util.Set;
  * {@code SequencedDedupStore}, {@code OutboxStore}, {@code InspectableDedupStore}, ...) with {@code instanceof}.
  * Each call enters the plugin's context and rethrows what the plugin threw. What a call hands back into the
  * plugin's hands is bound too: a {@link Subscription} it returns runs its calls in the plugin's context, and the
- * runtime's callbacks it gets (a transactional {@link TransactionalDedupStore.Work}, the members of a group, the
- * outbox relay's {@link OutboxStore.Publisher}) run in the caller's context when the plugin calls them. The
+ * runtime's callbacks it gets (a transactional {@link TransactionalDedupStore.Work} or batch work, the members of a
+ * group, the outbox relay's {@link OutboxStore.Publisher}) run in the caller's context when the plugin calls them. The
  * adapter's {@code DeliveryListener} is the runtime's and is called as it is; deliveries are not wrapped, which
  * would cost an object per message.
  */
@@ -92,6 +92,16 @@ final class PluginProxy implements InvocationHandler {
     private static Object inCaller(Object arg, ClassLoader caller) {
         if (arg instanceof TransactionalDedupStore.Work work) {
             return inCaller(work, caller);
+        }
+        if (arg instanceof TransactionalDedupStore.BatchWork work) {
+            return (TransactionalDedupStore.BatchWork) (transaction, running) -> {
+                ClassLoader inPlugin = PluginContext.enter(caller);
+                try {
+                    work.run(transaction, running);
+                } finally {
+                    PluginContext.leave(inPlugin);
+                }
+            };
         }
         if (arg instanceof OutboxStore.Publisher publisher) {
             return (OutboxStore.Publisher) record -> {

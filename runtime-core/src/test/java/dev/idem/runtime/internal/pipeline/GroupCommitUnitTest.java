@@ -70,7 +70,7 @@ class GroupCommitUnitTest {
             @Override
             public void handBack(Work work) {
             }
-        }, timers, 16, Sequences.ORDER, running);
+        }, timers, 16, Sequences.ORDER, running, null);
         busy.start();
         busy.submit(List.of(f.work("busy", "p")));
         await().until(() -> running.count() == 1);
