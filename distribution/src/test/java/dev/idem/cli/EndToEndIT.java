@@ -45,10 +45,15 @@ class EndToEndIT {
     private static final int UNIQUE = MESSAGES - MESSAGES * DUPLICATE_PERCENT / 100;
     private static final int MAX_IN_FLIGHT = 200;
     /**
-     * The transactional cases run grouped transactions, the path of {@code transactional.group} under a kill: one
-     * transaction per message is covered by {@link SequenceGuardIT} and {@link OutboxIT}.
+     * The ActiveMQ transactional case runs grouped transactions, the path of {@code transactional.group} under a
+     * kill: one transaction per message is covered by {@link SequenceGuardIT} and {@link OutboxIT}.
      */
     private static final int TRANSACTION_GROUP = 10;
+    /**
+     * The Kafka transactional case runs the example's batch handler ({@code BatchOrderPaymentHandler}), one
+     * transaction per batch of up to this many, the path of batch handlers under a kill.
+     */
+    private static final int BATCH_SIZE = 50;
     private static final Duration PUBLISH_TIMEOUT = Duration.ofMinutes(3);
     private static final Duration SETTLE_TIMEOUT = Duration.ofMinutes(3);
 
@@ -94,8 +99,10 @@ class EndToEndIT {
         kafka.createTopic(topic, 4);
         try {
             String broker = kafkaBroker(kafka);
-            scenario("Kafka (4 partitions) + JDBC (PostgreSQL) transactional, kill -9", broker, postgresStore(), topic,
-                    true, true).run();
+            Scenario batches = scenario("Kafka (4 partitions) + JDBC (PostgreSQL) transactional, batch handler, kill -9",
+                    broker, postgresStore(), topic, true, true);
+            batches.batchSize = BATCH_SIZE;
+            batches.run();
         } finally {
             kafka.deleteTopic(topic);
             sql(postgresUrl() + "?user=postgres", "DROP SCHEMA IF EXISTS idem_e2e_" + run + " CASCADE");
@@ -256,6 +263,8 @@ class EndToEndIT {
         final int port = Installation.freePort();
         final Path ledger;
         volatile String lastReadProblem = "none";
+        /** Above 0, the transactional handler is the batch handler, with this {@code batch.size}. */
+        int batchSize;
 
         Scenario(String name, String broker, String store, String source, boolean transactional, boolean killMidway) {
             this.name = name;
@@ -269,6 +278,11 @@ class EndToEndIT {
         }
 
         String config() {
+            String handler = !transactional ? "OrderPaymentHandler"
+                    : batchSize > 0 ? "BatchOrderPaymentHandler" : "TransactionalOrderPaymentHandler";
+            String grouping = !transactional ? ""
+                    : batchSize > 0 ? "\n    payload: {format: json}\n    batch: {size: " + batchSize + ", linger: 5ms}"
+                    : "\n    transactional.group: " + TRANSACTION_GROUP;
             return broker + store + """
                     pipelines:
                       orders:
@@ -283,9 +297,7 @@ class EndToEndIT {
                       summary-interval: 5s
                       shutdown-timeout: 10s
                       http: { port: %d }
-                    """.formatted(source, transactional ? "TransactionalOrderPaymentHandler" : "OrderPaymentHandler",
-                    transactional, transactional ? "\n    transactional.group: " + TRANSACTION_GROUP : "", MAX_IN_FLIGHT,
-                    port);
+                    """.formatted(source, handler, transactional, grouping, MAX_IN_FLIGHT, port);
         }
 
         void run() throws Exception {
@@ -328,6 +340,13 @@ class EndToEndIT {
                 waitFor(running, () -> effects().size() == UNIQUE, () -> UNIQUE + " unique IDs with an effect (now "
                         + effects().size() + "; last problem reading them: " + lastReadProblem + ")");
                 settle(running, 3);
+            }
+            if (batchSize > 0) {
+                double calls = running.metric(port, "idem_batch_size_count");
+                double messages = running.metric(port, "idem_batch_size_sum");
+                System.out.printf("[e2e] %s: %,.0f messages in %,.0f batch calls after the restart%n", name, messages,
+                        calls);
+                assertThat(messages / calls).as("messages per batch call").isGreaterThan(1.5);
             }
             int exit = running.terminate(Duration.ofSeconds(60));
             assertThat(exit).as("SIGTERM ends a graceful stop with 128+15\n" + running.log()).isEqualTo(143);

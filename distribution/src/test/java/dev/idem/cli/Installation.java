@@ -185,6 +185,20 @@ final class Installation {
             return counts;
         }
 
+        /** The sum of every {@code /metrics} sample named {@code series} (any labels); 0 when there is none. */
+        double metric(int port, String series) throws IOException, InterruptedException {
+            HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + port + "/metrics")).timeout(Duration.ofSeconds(5)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            double sum = 0;
+            for (String line : response.body().split("\n")) {
+                if (line.startsWith(series + " ") || line.startsWith(series + "{")) {
+                    sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                }
+            }
+            return sum;
+        }
+
         /** SIGTERM, then its exit code once the graceful stop ended. */
         int terminate(Duration timeout) throws InterruptedException {
             process.destroy();

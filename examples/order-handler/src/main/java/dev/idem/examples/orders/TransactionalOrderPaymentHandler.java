@@ -113,13 +113,19 @@ public final class TransactionalOrderPaymentHandler implements TypedHandler<Orde
     }
 
     private static Connection transaction(HandlerContext context) throws SQLException {
-        Connection connection = context.transaction(Connection.class).orElseThrow(() -> new IllegalStateException(
+        return requireTransaction(context.transaction(Connection.class), context.pipeline());
+    }
+
+    /** The store's transaction, checked: present and not in auto-commit mode. */
+    static Connection requireTransaction(java.util.Optional<Connection> transaction, String pipeline)
+            throws SQLException {
+        Connection connection = transaction.orElseThrow(() -> new IllegalStateException(
                 TransactionalOrderPaymentHandler.class.getSimpleName() + " needs the dedup store's transaction, and"
-                        + " pipeline '" + context.pipeline() + "' gives none. Set pipelines." + context.pipeline()
+                        + " pipeline '" + pipeline + "' gives none. Set pipelines." + pipeline
                         + ".transactional: true with store.type: jdbc, or bind " + OrderPaymentHandler.class.getName()
                         + " to this pipeline instead."));
         if (connection.getAutoCommit()) {
-            throw new IllegalStateException("The connection of pipeline '" + context.pipeline() + "' is in"
+            throw new IllegalStateException("The connection of pipeline '" + pipeline + "' is in"
                     + " auto-commit mode, so the payment would not commit with the message's claim; the JDBC store's"
                     + " transactional mode never does this: is the connection from another source?");
         }
@@ -132,7 +138,7 @@ public final class TransactionalOrderPaymentHandler implements TypedHandler<Orde
      * @return whether this run paid the order
      * @throws RejectedException when the order is in another state
      */
-    private static boolean markPaid(Connection connection, OrderEvent event, int timeoutSeconds) throws SQLException {
+    static boolean markPaid(Connection connection, OrderEvent event, int timeoutSeconds) throws SQLException {
         Transition paid = OrderStates.ORDERS.withQueryTimeout(Duration.ofSeconds(timeoutSeconds))
                 .apply(connection, event.orderId(), event.event());
         if (paid.exists()) {
