@@ -1,39 +1,53 @@
 package dev.idem.bench.kafka;
 
 import dev.idem.adapter.kafka.EmbeddedKafka;
+import dev.idem.api.BatchHandler;
+import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.bench.EndToEnd;
 import dev.idem.bench.EndToEnd.Side;
+import dev.idem.runtime.Idem;
+import dev.idem.runtime.IdemRuntime;
+import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
 import dev.idem.spi.StoreContext;
 import dev.idem.testkit.TestPluginConfig;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Transactional mode end to end on PostgreSQL, with {@code transactional.group} 1, 10 and 100: each message's
  * handler inserts one business row through the store's transaction, and the key is recorded in that same
- * transaction (grouped: up to N messages per transaction, each under a savepoint). Against the raw
- * {@code KafkaConsumer} of {@link KafkaEndToEndBenchmark} in the same run, on one embedded broker: 4 partitions,
- * 100-byte records, 10 % of them repeating an earlier record's ID, {@code concurrency: 4}. Each Idem run has a
- * table of its own; every business table must end with one row per distinct ID, checked after each run. Runs
- * alternate; prints every run, then medians and ratios.
+ * transaction (grouped: up to N messages per transaction, each under a savepoint). Beside them a batch handler
+ * ({@link BatchHandler}, {@code batch.size: 100}, {@code batch.linger: 5ms}) that inserts its whole batch with one
+ * JDBC batch ({@code addBatch} / {@code executeBatch}) on the batch's one transaction, which also records its
+ * keys. Against the raw {@code KafkaConsumer} of {@link KafkaEndToEndBenchmark} in the same run, on one embedded
+ * broker: 4 partitions, 100-byte records, 10 % of them repeating an earlier record's ID, {@code concurrency: 4}.
+ * Each Idem run has a table of its own; every business table must end with one row per distinct ID (as many rows
+ * as distinct IDs, no ID twice), checked after each run. Runs alternate; prints every run, then medians and
+ * ratios.
  *
  * <p>PostgreSQL at {@code IDEM_BENCH_POSTGRES_URL} (default {@code jdbc:postgresql://127.0.0.1:5432/test}, user
  * postgres). Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaTransactionalBenchmark [messages=100000]
- * [rounds=3]}; {@code -Didem.bench.groups=10,100} runs other group sizes,
+ * [rounds=3]}; {@code -Didem.bench.groups=10,100} runs other group sizes, {@code -Didem.bench.batches=10,100}
+ * other batch sizes ({@code -Didem.bench.batches=} none), {@code -Didem.bench.linger=5ms} another
+ * {@code batch.linger},
  * {@code -Didem.bench.savepoints=per-message,on-failure} runs each group above 1 with each
  * {@code transactional.savepoints}, {@code -Didem.bench.settings=...} adds pipeline settings (YAML lines, {@code \n}
  * between them).
@@ -45,6 +59,11 @@ public final class KafkaTransactionalBenchmark {
     /** The group sizes to run, {@code -Didem.bench.groups=1,10,100} by default; the first is the reference. */
     private static final int[] GROUPS = Arrays.stream(System.getProperty("idem.bench.groups", "1,10,100")
             .split(",")).mapToInt(Integer::parseInt).toArray();
+    /** The {@code batch.size} of each batch-handler variant, {@code -Didem.bench.batches=100} by default. */
+    private static final int[] BATCHES = Arrays.stream(System.getProperty("idem.bench.batches", "100").split(","))
+            .map(String::trim).filter(size -> !size.isEmpty()).mapToInt(Integer::parseInt).toArray();
+    /** The {@code batch.linger} of the batch-handler variants. */
+    private static final String LINGER = System.getProperty("idem.bench.linger", "5ms");
     /** The {@code transactional.savepoints} values each group above 1 runs with. */
     private static final List<String> SAVEPOINTS = List.of(System.getProperty("idem.bench.savepoints", "per-message")
             .split(","));
@@ -77,38 +96,50 @@ public final class KafkaTransactionalBenchmark {
                 for (String savepoints : group == 1 ? List.of("per-message") : SAVEPOINTS) {
                     String variant = variant(group, savepoints);
                     variants.add(variant);
-                    sides.put(variant, run -> {
-                        String table = "idem_txbench" + ProcessHandle.current().pid() + "r" + runs[0]++;
-                        String business = table + "_business";
-                        execute("CREATE TABLE " + business + " (id text NOT NULL, payload bytea NOT NULL)");
-                        try {
-                            MessageHandler handler = (message, context) -> {
-                                Connection c = context.transaction(Connection.class).orElseThrow();
-                                try (PreparedStatement insert = c.prepareStatement("INSERT INTO " + business
-                                        + " (id, payload) VALUES (?, ?)")) {
-                                    insert.setString(1, message.idempotencyKey().orElseThrow());
-                                    insert.setBytes(2, message.payload());
-                                    insert.executeUpdate();
-                                }
-                            };
-                            long nanos = KafkaBench.timeIdem(kafka, "tx-" + group + "-" + run, topic,
-                                    "transactional: true\ntransactional.group: " + group
-                                            + (group == 1 ? "" : "\ntransactional.savepoints: " + savepoints)
-                                            + "\nretention: 10m" + EXTRA,
-                                    messages, handler, "jdbc", storeSection, store(table));
-                            long rows = count(business);
-                            if (rows != distinct) {
-                                throw new IllegalStateException(variant + ": " + rows + " business rows for "
-                                        + distinct + " distinct IDs");
+                    String settings = "transactional: true\ntransactional.group: " + group
+                            + (group == 1 ? "" : "\ntransactional.savepoints: " + savepoints)
+                            + "\nretention: 10m" + EXTRA;
+                    sides.put(variant, run -> measure(variant, messages, distinct, runs, (table, business) -> {
+                        MessageHandler handler = (message, context) -> {
+                            Connection c = context.transaction(Connection.class).orElseThrow();
+                            try (PreparedStatement insert = c.prepareStatement(insert(business))) {
+                                insert.setString(1, message.idempotencyKey().orElseThrow());
+                                insert.setBytes(2, message.payload());
+                                insert.executeUpdate();
                             }
-                            return EndToEnd.rate(messages, nanos);
-                        } finally {
-                            for (String t : List.of(business, table, table + "_outbox", table + "_seq")) {
-                                execute("DROP TABLE IF EXISTS " + t);
-                            }
-                        }
-                    });
+                        };
+                        return KafkaBench.timeIdem(kafka, "tx-" + group + "-" + run, topic, settings, messages,
+                                handler, "jdbc", storeSection, store(table));
+                    }));
                 }
+            }
+            for (int size : BATCHES) {
+                String variant = "batch-" + size;
+                variants.add(variant);
+                String settings = "transactional: true\nbatch.size: " + size + "\nbatch.linger: " + LINGER
+                        + "\nretention: 10m" + EXTRA;
+                sides.put(variant, run -> measure(variant, messages, distinct, runs, (table, business) -> {
+                    AtomicLong calls = new AtomicLong();
+                    AtomicLong inserted = new AtomicLong();
+                    BatchHandler handler = (batch, context) -> {
+                        Connection c = context.transaction(Connection.class).orElseThrow();
+                        try (PreparedStatement insert = c.prepareStatement(insert(business))) {
+                            for (Message message : batch) {
+                                insert.setString(1, message.idempotencyKey().orElseThrow());
+                                insert.setBytes(2, message.payload());
+                                insert.addBatch();
+                            }
+                            insert.executeBatch();
+                        }
+                        calls.incrementAndGet();
+                        inserted.addAndGet(batch.size());
+                    };
+                    long nanos = timeBatches(kafka, "txb-" + size + "-" + run, topic, settings, messages, handler,
+                            storeSection, store(table));
+                    System.out.printf("  %s: %,d handler calls, %.1f messages a call%n", variant, calls.get(),
+                            (double) inserted.get() / Math.max(1, calls.get()));
+                    return nanos;
+                }));
             }
             Map<String, List<Double>> rates = EndToEnd.alternate("postgresql-transactional", 0, rounds, sides);
             double raw = EndToEnd.median(rates.get("raw"));
@@ -116,11 +147,108 @@ public final class KafkaTransactionalBenchmark {
             double first = EndToEnd.median(rates.get(variants.get(0)));
             for (String variant : variants) {
                 double rate = EndToEnd.median(rates.get(variant));
-                System.out.printf("%s: %,.0f msg/s (%.3f× raw, %.2f× %s)%n", variant, rate, rate / raw, rate / first,
+                System.out.printf("%s: %,.0f msg/s (%.3f× raw, %.2f× %s", variant, rate, rate / raw, rate / first,
                         variants.get(0));
+                // A batch of N against transactions of N messages with one insert each.
+                String group = variant.startsWith("batch-") ? "group-" + variant.substring("batch-".length()) : null;
+                if (group != null && rates.containsKey(group) && !group.equals(variants.get(0))) {
+                    System.out.printf(", %.2f× %s", rate / EndToEnd.median(rates.get(group)), group);
+                }
+                System.out.println(")");
             }
             System.out.printf("raw: %,.0f msg/s%n", raw);
         }
+    }
+
+    /** What times one variant's run: given its store table and its business table, the run's nanoseconds. */
+    @FunctionalInterface
+    private interface Timed {
+        long nanos(String table, String business) throws Exception;
+    }
+
+    /**
+     * One run of a variant on tables of its own: creates the business table, times the run, checks that it holds
+     * one row per distinct ID, drops the run's tables.
+     *
+     * @return messages per second
+     */
+    private static double measure(String variant, int messages, int distinct, int[] runs, Timed timed)
+            throws Exception {
+        String table = "idem_txbench" + ProcessHandle.current().pid() + "r" + runs[0]++;
+        String business = table + "_business";
+        execute("CREATE TABLE " + business + " (id text NOT NULL, payload bytea NOT NULL)");
+        try {
+            long nanos = timed.nanos(table, business);
+            long[] rows = count(business);
+            if (rows[0] != distinct || rows[1] != distinct) {
+                throw new IllegalStateException(variant + ": " + rows[0] + " business rows (" + rows[1]
+                        + " distinct IDs) for " + distinct + " distinct IDs");
+            }
+            return EndToEnd.rate(messages, nanos);
+        } finally {
+            for (String t : List.of(business, table, table + "_outbox", table + "_seq")) {
+                execute("DROP TABLE IF EXISTS " + t);
+            }
+        }
+    }
+
+    private static String insert(String business) {
+        return "INSERT INTO " + business + " (id, payload) VALUES (?, ?)";
+    }
+
+    /**
+     * As {@link KafkaBench#timeIdem} on the JDBC store, for a batch handler: {@code EndToEnd.timeIdem} wraps its
+     * handler in a {@code MessageHandler}, which would hide the {@link BatchHandler}, so the run is timed here the
+     * same way (from the first handler call to the last message settled, processed or duplicate).
+     */
+    private static long timeBatches(EmbeddedKafka kafka, String pipeline, String topic, String settings, int settled,
+            BatchHandler handler, String storeSection, DedupStore store) throws Exception {
+        BrokerAdapter adapter = KafkaBench.adapter(kafka);
+        String yaml = """
+                broker: { type: kafka, kafka: { bootstrap-servers: [%s] } }
+                store: %s
+                pipelines:
+                  %s:
+                    source: %s
+                """.formatted(kafka.bootstrapServers(), storeSection, pipeline, topic) + settings.indent(4);
+        try {
+            SimpleMeterRegistry meters = new SimpleMeterRegistry();
+            AtomicLong first = new AtomicLong();
+            IdemRuntime runtime = Idem.builder().configYaml(yaml).env(Map.of()).broker("kafka", adapter)
+                    .store("jdbc", store).meterRegistry(meters)
+                    .handler(pipeline, (BatchHandler) (batch, context) -> {
+                        if (first.get() == 0) {
+                            first.compareAndSet(0, System.nanoTime());
+                        }
+                        handler.handle(batch, context);
+                    })
+                    .start();
+            try {
+                List<Counter> outcomes = List.of();
+                while (total(outcomes) < settled) {
+                    Thread.sleep(1);
+                    if (outcomes.size() < 2) {
+                        outcomes = meters.find("idem.messages").tag("pipeline", pipeline)
+                                .tag("outcome", outcome -> outcome.equals("processed") || outcome.equals("duplicate"))
+                                .counters().stream().toList();
+                    }
+                }
+                return System.nanoTime() - first.get();
+            } finally {
+                runtime.stop(Duration.ofSeconds(10));
+            }
+        } finally {
+            adapter.close();
+            store.close();
+        }
+    }
+
+    private static double total(List<Counter> counters) {
+        double sum = 0;
+        for (Counter c : counters) {
+            sum += c.count();
+        }
+        return sum;
     }
 
     private static String variant(int group, String savepoints) {
@@ -141,12 +269,13 @@ public final class KafkaTransactionalBenchmark {
         }
     }
 
-    private static long count(String table) throws SQLException {
+    /** The rows of {@code table} and its distinct IDs. */
+    private static long[] count(String table) throws SQLException {
         try (Connection c = DriverManager.getConnection(POSTGRES_URL, "postgres", "");
                 Statement statement = c.createStatement();
-                ResultSet rs = statement.executeQuery("SELECT COUNT(*) FROM " + table)) {
+                ResultSet rs = statement.executeQuery("SELECT COUNT(*), COUNT(DISTINCT id) FROM " + table)) {
             rs.next();
-            return rs.getLong(1);
+            return new long[] {rs.getLong(1), rs.getLong(2)};
         }
     }
 }
