@@ -38,9 +38,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * JDBC batch ({@code addBatch} / {@code executeBatch}) on the batch's one transaction, which also records its
  * keys. Against the raw {@code KafkaConsumer} of {@link KafkaEndToEndBenchmark} in the same run, on one embedded
  * broker: 4 partitions, 100-byte records, 10 % of them repeating an earlier record's ID, {@code concurrency: 4}.
- * Each Idem run has a table of its own; every business table must end with one row per distinct ID (as many rows
- * as distinct IDs, no ID twice), checked after each run. Runs alternate; prints every run, then medians and
- * ratios.
+ * Each Idem run has tables of its own, dropped after it (the store's side tables too); every business table must
+ * end with one row per distinct ID (as many rows as distinct IDs, no ID twice), checked after each run. Runs
+ * alternate; prints every run, then medians and ratios.
  *
  * <p>PostgreSQL at {@code IDEM_BENCH_POSTGRES_URL} (default {@code jdbc:postgresql://127.0.0.1:5432/test}, user
  * postgres). Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
@@ -186,9 +186,28 @@ public final class KafkaTransactionalBenchmark {
             }
             return EndToEnd.rate(messages, nanos);
         } finally {
-            for (String t : List.of(business, table, table + "_outbox", table + "_seq")) {
-                execute("DROP TABLE IF EXISTS " + t);
+            dropTables(table);
+        }
+    }
+
+    /** Drops {@code table} and every table named {@code table_...}: the business table and the store's side tables. */
+    private static void dropTables(String table) throws SQLException {
+        List<String> tables = new ArrayList<>();
+        try (Connection c = DriverManager.getConnection(POSTGRES_URL, "postgres", "");
+                PreparedStatement list = c.prepareStatement("SELECT tablename FROM pg_tables"
+                        + " WHERE schemaname = current_schema() AND starts_with(tablename, ?)")) {
+            list.setString(1, table);
+            try (ResultSet rs = list.executeQuery()) {
+                while (rs.next()) {
+                    String name = rs.getString(1);
+                    if (name.equals(table) || name.startsWith(table + "_")) {
+                        tables.add(name);
+                    }
+                }
             }
+        }
+        if (!tables.isEmpty()) {
+            execute("DROP TABLE IF EXISTS " + String.join(", ", tables));
         }
     }
 
