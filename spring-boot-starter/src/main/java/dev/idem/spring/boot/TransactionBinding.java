@@ -1,5 +1,6 @@
 package dev.idem.spring.boot;
 
+import dev.idem.api.BatchContext;
 import dev.idem.api.HandlerContext;
 import dev.idem.api.MessageHandler;
 import java.lang.reflect.InvocationHandler;
@@ -50,10 +51,7 @@ final class TransactionBinding {
         collect(handler.getClass(), interfaces);
         InvocationHandler calls = (proxy, method, args) -> {
             if (method.getName().equals("handle") && args != null) {
-                HandlerContext context = contextOf(args);
-                if (context != null) {
-                    return around(context, () -> invoke(handler, method, args));
-                }
+                return around(connectionOf(args), () -> invoke(handler, method, args));
             }
             return invoke(handler, method, args);
         };
@@ -72,13 +70,17 @@ final class TransactionBinding {
         }
     }
 
-    private static HandlerContext contextOf(Object[] args) {
+    /** The run's connection, from the context a {@code handle} method takes: a message's or a batch's. */
+    private static Optional<Connection> connectionOf(Object[] args) {
         for (Object arg : args) {
             if (arg instanceof HandlerContext context) {
-                return context;
+                return context.transaction(Connection.class);
+            }
+            if (arg instanceof BatchContext context) {
+                return context.transaction(Connection.class);
             }
         }
-        return null;
+        return Optional.empty();
     }
 
     private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
@@ -95,8 +97,7 @@ final class TransactionBinding {
     }
 
     /** Runs {@code body} with the run's connection bound to the data source, when the run has one. */
-    Object around(HandlerContext context, Body body) throws Throwable {
-        Optional<Connection> connection = context.transaction(Connection.class);
+    Object around(Optional<Connection> connection, Body body) throws Throwable {
         if (connection.isEmpty() || TransactionSynchronizationManager.hasResource(dataSource)) {
             return body.run();
         }

@@ -3,14 +3,18 @@ package dev.idem.spring.boot;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.api.BatchContext;
+import dev.idem.api.BatchHandler;
 import dev.idem.api.HandlerContext;
 import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.api.NonRetryableException;
+import dev.idem.api.TypedHandler;
 import dev.idem.testkit.memory.InMemoryBroker;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -43,6 +47,13 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
         "idem.pipelines.orders.dead-letter=orders.dlq",
         "idem.pipelines.orders.transactional=true",
         "idem.pipelines.orders.retry.max-attempts=1",
+        "idem.pipelines.payments.source=payments",
+        "idem.pipelines.payments.transactional=true",
+        "idem.pipelines.payments.id[0].type=json-pointer",
+        "idem.pipelines.payments.id[0].pointer=/paymentId",
+        "idem.pipelines.refunds.source=refunds",
+        "idem.pipelines.refunds.transactional=true",
+        "idem.pipelines.refunds.batch.size=10",
         "idem.runtime.summary-interval=0s"})
 class TransactionalModeTest {
 
@@ -55,7 +66,7 @@ class TransactionalModeTest {
 
     @SpringBootConfiguration
     @EnableAutoConfiguration
-    @Import({OrderHandler.class, AuditService.class})
+    @Import({OrderHandler.class, AuditService.class, PaymentHandler.class, RefundHandler.class})
     static class App {
         @Bean
         IdemBuilderCustomizer memoryBroker() {
@@ -98,6 +109,43 @@ class TransactionalModeTest {
                     }
                 }
                 default -> audit.record(id);
+            }
+        }
+    }
+
+    record Payment(String paymentId, long cents) {
+    }
+
+    /** A typed handler behind the transaction binding's proxy: the runtime still decodes its payload type. */
+    @IdemHandler("payments")
+    static class PaymentHandler implements TypedHandler<Payment> {
+        private final JdbcTemplate jdbc;
+
+        PaymentHandler(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @Override
+        public void handle(Payment payment, Message message, HandlerContext context) {
+            jdbc.update("INSERT INTO spring_orders (id) VALUES (?)", payment.paymentId() + ":" + payment.cents());
+        }
+    }
+
+    /** A batch handler behind the proxy: one JdbcTemplate batch in the batch's transaction. */
+    @IdemHandler("refunds")
+    static class RefundHandler implements BatchHandler {
+        private final JdbcTemplate jdbc;
+
+        RefundHandler(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @Override
+        public void handle(List<Message> messages, BatchContext context) {
+            jdbc.batchUpdate("INSERT INTO spring_orders (id) VALUES (?)", messages.stream()
+                    .map(m -> new Object[] {m.idempotencyKey().orElseThrow()}).toList());
+            if (messages.stream().anyMatch(m -> new String(m.payload(), StandardCharsets.UTF_8).equals("fail"))) {
+                throw new NonRetryableException("a refund of the batch is refused");
             }
         }
     }
@@ -168,12 +216,39 @@ class TransactionalModeTest {
         assertThat(completed(id)).isFalse();
     }
 
+    @Test
+    void aTypedHandlerBeanGetsItsDecodedPayloadInTheTransaction() {
+        String id = "pay-" + UUID.randomUUID();
+        TestServices.publish(BROKER, "payments", "ignored-" + id, "{\"paymentId\":\"" + id + "\",\"cents\":250}");
+
+        await().atMost(Duration.ofSeconds(15)).until(() -> completed("payments", id));
+        assertThat(rows("spring_orders", id + ":250")).isEqualTo(1);
+    }
+
+    @Test
+    void aBatchHandlerBeansWritesCommitWithTheKeysOfItsBatchOrNotAtAll() {
+        String ok = "refund-" + UUID.randomUUID();
+        String refused = "refund-" + UUID.randomUUID();
+        TestServices.publish(BROKER, "refunds", ok, "ok");
+        TestServices.publish(BROKER, "refunds", refused, "fail");
+
+        await().atMost(Duration.ofSeconds(15)).until(() -> completed("refunds", ok));
+        await().atMost(Duration.ofSeconds(15)).until(() -> BROKER.depth("refunds.DLQ") >= 1);
+        assertThat(rows("spring_orders", ok)).isEqualTo(1);
+        assertThat(rows("spring_orders", refused)).isZero();
+        assertThat(completed("refunds", refused)).isFalse();
+    }
+
     private int rows(String table, String id) {
         return jdbc.queryForObject("SELECT count(*) FROM " + table + " WHERE id = ?", Integer.class, id);
     }
 
     private boolean completed(String id) {
-        return jdbc.queryForObject("SELECT count(*) FROM idem_spring_keys WHERE namespace = convert_to('orders', 'UTF8')"
-                + " AND id = convert_to(?, 'UTF8') AND state = 2", Integer.class, id) == 1;
+        return completed("orders", id);
+    }
+
+    private boolean completed(String pipeline, String id) {
+        return jdbc.queryForObject("SELECT count(*) FROM idem_spring_keys WHERE namespace = convert_to(?, 'UTF8')"
+                + " AND id = convert_to(?, 'UTF8') AND state = 2", Integer.class, pipeline, id) == 1;
     }
 }
