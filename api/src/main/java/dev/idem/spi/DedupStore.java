@@ -55,10 +55,19 @@ public interface DedupStore extends AutoCloseable {
      *
      * @return one result per request, in request order; a key whose write failed while others landed is
      *         {@link CompletionResult.Failed}
+     * @throws IllegalArgumentException (the default) if a request carries a {@link CompletionRequest#reply()}, which
+     *         only a {@link ReplyStore} stores; nothing is completed then
      * @throws StoreException when the store cannot answer for the batch; no key of it may then be assumed
      *         completed
      */
     default List<CompletionResult> completeAll(List<CompletionRequest> requests) {
+        for (CompletionRequest request : requests) {
+            if (request.reply() != null) {
+                // Only a ReplyStore stores a reply (its completeAll overrides this one): never drop one silently.
+                throw new IllegalArgumentException(getClass().getName() + " is not a ReplyStore: a completion"
+                        + " request must not carry a reply");
+            }
+        }
         List<CompletionResult> results = new ArrayList<>(requests.size());
         StoreException unreachable = null;
         for (CompletionRequest request : requests) {

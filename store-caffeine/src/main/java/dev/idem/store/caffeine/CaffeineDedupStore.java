@@ -14,12 +14,14 @@ import dev.idem.spi.KeyFilter;
 import dev.idem.spi.KeyPage;
 import dev.idem.spi.ListedKey;
 import dev.idem.spi.PurgeBatch;
+import dev.idem.spi.ReplyStore;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
+import dev.idem.spi.StoredReply;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -116,8 +118,17 @@ import java.util.function.Supplier;
  * release leaves the steps, a completion drops them in the compute that completes the key (the completed tier may
  * forget a completion before its retention when full, and a key claimed afresh then must find no step of its earlier
  * life), and so do {@code delete} and the sweep, once every step of a key has expired.
+ *
+ * <p>As a {@link ReplyStore}: a completion's reply lives in a map of its own ({@link #replies}), with the token of the
+ * completion it came with. The compute that completes the key writes the reply before the completion, so whoever
+ * sees the key completed sees its reply; {@code reply} reads both under the key's lock, and answers a reply only when
+ * its token is the live completion's. The completed tier flags a completion that came with a reply, and tells the
+ * store when such a completion leaves it (its retention, the size bound, a newer completion of the key, a delete or a
+ * purge), which drops the reply then: so replies are held no longer than their completions, and their number is
+ * bounded by {@code maximum-size} as the completions' is. Their bytes are not: each completion with a reply holds it
+ * in this process's memory (at most {@value ReplyStore#MAX_REPLY_BYTES} bytes of payload and headers).
  */
-final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupStore, StepStore {
+final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupStore, StepStore, ReplyStore {
 
     // Durations are capped so that a lease plus a retention still fits a signed difference of
     // nanoTime readings.
@@ -143,6 +154,11 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     private final Watermarks watermarks;
     /** Durable steps by key; changed only under the key's lock in {@link #claims}. */
     private final ConcurrentHashMap<StoreKey, KeySteps> steps = new ConcurrentHashMap<>();
+    /**
+     * Replies by key, with the token of the completion they came with; written only under the key's lock in
+     * {@link #claims}, removed there or when the completed tier tells that their completion left.
+     */
+    private final ConcurrentHashMap<StoreKey, KeptReply> replies = new ConcurrentHashMap<>();
     private final AtomicBoolean sweeping = new AtomicBoolean();
     /** The claim number that triggered the last sweep. */
     private volatile long lastSweep;
@@ -152,7 +168,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     CaffeineDedupStore(long maximumSize, int initialCapacity, LongSupplier ticker) {
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.maximumSize = maximumSize;
-        this.completed = new CompletedKeys(maximumSize, initialCapacity, ticker);
+        this.completed = new CompletedKeys(maximumSize, initialCapacity, ticker, this::replyForgotten);
         this.watermarks = new Watermarks(ticker);
     }
 
@@ -214,24 +230,51 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         return watermarks.get(aggregate);
     }
 
+    @Override
+    public boolean completeWithReply(StoreKey key, long token, Duration retention, StoredReply reply) {
+        ReplyStore.check(reply);
+        return complete(key, token, retention, null, reply);
+    }
+
     /** Completes under the key's lock, raising {@code advance} there too unless it is {@code null}. */
     private boolean complete(StoreKey key, long token, Duration retention, SequenceAdvance advance) {
-        CompleteOp op = new CompleteOp(token, nanos(retention), advance);
+        return complete(key, token, retention, advance, null);
+    }
+
+    /** Completes under the key's lock, with {@code advance} and {@code reply} unless they are {@code null}. */
+    private boolean complete(StoreKey key, long token, Duration retention, SequenceAdvance advance,
+            StoredReply reply) {
+        CompleteOp op = new CompleteOp(token, nanos(retention), advance, reply);
         claims.compute(key, op);
         return op.done;
+    }
+
+    @Override
+    public Optional<StoredReply> reply(StoreKey key) {
+        Objects.requireNonNull(key, "key");
+        ReplyRead op = new ReplyRead();
+        claims.compute(key, op);
+        return Optional.ofNullable(op.read);
+    }
+
+    /** The completed tier's word that the completion of {@code token} left: its reply goes with it. */
+    private void replyForgotten(StoreKey key, long token) {
+        replies.computeIfPresent(key, (k, kept) -> kept.token == token ? null : kept);
     }
 
     /**
      * One pass over the batch, each key completed under its own lock exactly as {@link #complete} does it (and,
      * with an advance, as {@link #completeAndAdvance} does); no
-     * lock spans two keys, so a batch never holds up claims of its other keys. Nothing here can fail part way.
+     * lock spans two keys, so a batch never holds up claims of its other keys. Nothing here can fail part way. A
+     * request's reply is stored in its key's compute, as {@link #completeWithReply} stores it (its weight was checked
+     * when the request was made).
      */
     @Override
     public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         List<CompletionResult> results = new ArrayList<>(requests.size());
         for (CompletionRequest request : requests) {
-            results.add(complete(request.key(), request.token(), request.retention(), request.advance())
-                    ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
+            results.add(complete(request.key(), request.token(), request.retention(), request.advance(),
+                    request.reply()) ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
         }
         return results;
     }
@@ -403,6 +446,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         completed.clear();
         watermarks.clear();
         steps.clear();
+        replies.clear();
     }
 
     /** Runs pending evictions and expirations of the completed tier now; for tests. */
@@ -419,6 +463,11 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     /** How many claims the claim map holds, including any not yet swept after they were forgotten; for tests. */
     int claimCount() {
         return claims.size();
+    }
+
+    /** How many replies are held; for tests. */
+    int replyCount() {
+        return replies.size();
     }
 
     /** How many keys are held in both tiers; for tests. */
@@ -602,20 +651,22 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     }
 
     /**
-     * Completion under the key's lock: the watermark is raised if there is an advance, the completion is written
-     * to the completed tier, then the claim is dropped by returning {@code null}, so the key is never in neither
-     * tier.
+     * Completion under the key's lock: the watermark is raised if there is an advance, the reply written if there is
+     * one, the completion is written to the completed tier, then the claim is dropped by returning {@code null}, so
+     * the key is never in neither tier, and never seen completed without its reply.
      */
     private final class CompleteOp implements BiFunction<StoreKey, Claim, Claim> {
         private final long token;
         private final long retention;
         private final SequenceAdvance advance;
+        private final StoredReply reply;
         boolean done;
 
-        CompleteOp(long token, long retention, SequenceAdvance advance) {
+        CompleteOp(long token, long retention, SequenceAdvance advance, StoredReply reply) {
             this.token = token;
             this.retention = retention;
             this.advance = advance;
+            this.reply = reply;
         }
 
         @Override
@@ -640,7 +691,11 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
                 watermarks.raise(advance);
             }
             if (retention > 0) {
-                completed.put(new Done(key, token, claim.attempts, claim.fingerprint, now + retention), now);
+                if (reply != null) {
+                    replies.put(key, new KeptReply(token, reply));
+                }
+                completed.put(new Done(key, token, claim.attempts, claim.fingerprint, now + retention), now,
+                        reply != null);
             }
             steps.remove(key);
             done = true;
@@ -719,6 +774,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             long now = ticker.getAsLong();
             Done done = completed.remove(key);
             steps.remove(key);
+            replies.remove(key);
             wasLive = claim != null ? claim.leasedAt(now) : done != null && done.liveAt(now);
             return null;
         }
@@ -743,6 +799,28 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
                 deleted = completed.remove(key, done.token);
             }
             return claim;
+        }
+    }
+
+    /** A completion's reply and the token of that completion. Immutable. */
+    private record KeptReply(long token, StoredReply reply) {
+    }
+
+    /** Reads the reply of the key's live completion under its lock; a claimed key has none. */
+    private final class ReplyRead implements BiFunction<StoreKey, Claim, Claim> {
+        StoredReply read;
+
+        @Override
+        public Claim apply(StoreKey key, Claim claim) {
+            if (claim != null) {
+                return claim;
+            }
+            Done done = completed.get(key, ticker.getAsLong());
+            KeptReply kept = replies.get(key);
+            if (done != null && kept != null && kept.token == done.token) {
+                read = kept.reply;
+            }
+            return null;
         }
     }
 

@@ -63,6 +63,12 @@ import java.util.function.ToIntFunction;
  * whose id and fingerprint together exceed {@value #MAX_ENTRY_CHARS} chars (the runtime's ids are at most
  * {@value StoreKey#MAX_ID_BYTES} bytes) is not remembered, as if forgotten at once by the bound.
  *
+ * <p><b>Replies.</b> A completion {@linkplain #put(CaffeineDedupStore.Done, long, boolean) put} with a reply (kept by
+ * the store, beside this tier) carries a flag in its shape; whenever such a completion leaves the index, however it
+ * does (the bound, its retention, a newer completion of its key, a removal), the {@link Forgotten} listener is told its
+ * key and token, under the write lock, so that the reply leaves memory with its completion. Completions without a
+ * reply cost nothing more: no key is rebuilt for them.
+ *
  * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}. {@link #get} reads
  * optimistically, without a lock, and retries under the read lock if a write came in between; that read
  * tolerates anything a concurrent write leaves half done (every array is read once from one snapshot of
@@ -106,7 +112,9 @@ final class CompletedKeys {
     private static final int FP_LATIN1 = 2;
     private static final int FP_UTF16 = 3;
     private static final int LIVE = 1 << 29;
-    private static final int FP_LENGTH = LIVE - 1;
+    /** In the fingerprint's shape: the completion came with a reply, which the listener hears of when it leaves. */
+    private static final int REPLIED = 1 << 28;
+    private static final int FP_LENGTH = REPLIED - 1;
     private static final int SHA256_BYTES = 32;
     private static final int SHA256_CHARS = 43;
     private static final long HIGH = 0xFFFF_FFFF_0000_0000L;
@@ -138,9 +146,21 @@ final class CompletedKeys {
         }
     }
 
+    /**
+     * Told of each completion put with a reply as it leaves the index; called under the write lock, so it must not
+     * call back into this tier.
+     */
+    @FunctionalInterface
+    interface Forgotten {
+        void replyForgotten(StoreKey key, long token);
+    }
+
+    private static final Forgotten NOBODY = (key, token) -> { };
+
     private final long maximumSize;
     private final LongSupplier ticker;
     private final ToIntFunction<String> idHash;
+    private final Forgotten forgotten;
     private final int initialRing;
     private final int ringLimit;
     private final StampedLock lock = new StampedLock();
@@ -160,14 +180,25 @@ final class CompletedKeys {
     private int[] namespaceRefs = new int[4];
 
     CompletedKeys(long maximumSize, int initialCapacity, LongSupplier ticker) {
-        this(maximumSize, initialCapacity, ticker, String::hashCode);
+        this(maximumSize, initialCapacity, ticker, String::hashCode, NOBODY);
+    }
+
+    /** With a listener told of each completion with a reply that leaves. */
+    CompletedKeys(long maximumSize, int initialCapacity, LongSupplier ticker, Forgotten forgotten) {
+        this(maximumSize, initialCapacity, ticker, String::hashCode, forgotten);
     }
 
     /** With the hash of ids given, for tests that make keys collide. */
     CompletedKeys(long maximumSize, int initialCapacity, LongSupplier ticker, ToIntFunction<String> idHash) {
+        this(maximumSize, initialCapacity, ticker, idHash, NOBODY);
+    }
+
+    private CompletedKeys(long maximumSize, int initialCapacity, LongSupplier ticker, ToIntFunction<String> idHash,
+            Forgotten forgotten) {
         this.maximumSize = maximumSize;
         this.ticker = ticker;
         this.idHash = idHash;
+        this.forgotten = forgotten;
         long bound = Math.min(maximumSize, MAX_RING);
         this.ringLimit = (int) Math.min(MAX_RING, powerOfTwoAtLeast(Math.max(MIN_RING, bound + (bound >> 2) + 1)));
         this.initialRing = (int) Math.min(ringLimit,
@@ -199,6 +230,14 @@ final class CompletedKeys {
 
     /** Writes {@code done} for its key, then forgets the oldest completions past the bound or their retention. */
     void put(CaffeineDedupStore.Done done, long now) {
+        put(done, now, false);
+    }
+
+    /**
+     * {@link #put(CaffeineDedupStore.Done, long)}; with {@code replied}, the listener hears of the completion when it
+     * leaves. A completion too long to be remembered leaves at once, and the listener hears of it before this returns.
+     */
+    void put(CaffeineDedupStore.Done done, long now, boolean replied) {
         StoreKey key = done.key;
         String id = key.id();
         String fingerprint = done.fingerprint;
@@ -218,7 +257,9 @@ final class CompletedKeys {
                 int fpShape = fingerprintShape(fingerprint);
                 int bytes = bytesOf(idShape, fpShape);
                 makeRoom(bytes);
-                append(done, ns, hash(ns, id), idShape, fpShape, bytes);
+                append(done, ns, hash(ns, id), idShape, replied ? fpShape | REPLIED : fpShape, bytes);
+            } else if (replied) {
+                forgotten.replyForgotten(key, done.token);
             }
             forgetOldest(now);
         } finally {
@@ -561,9 +602,14 @@ final class CompletedKeys {
         head++;
     }
 
-    /** Makes the entry at index position {@code at} stale and takes it out of the index. */
+    /** Makes the entry at index position {@code at} stale and takes it out of the index; tells of a reply's. */
     private void unlinkAt(Tables t, int at) {
-        int e = slotAt(t, at) * WORDS;
+        int slot = slotAt(t, at);
+        int e = slot * WORDS;
+        if ((t.entries[e + SHAPE] & REPLIED) != 0) {
+            CaffeineDedupStore.Done done = materialize(t, slot, null);
+            forgotten.replyForgotten(done.key, done.token);
+        }
         t.entries[e + SHAPE] &= ~(long) LIVE;
         delete(t.index, at);
         live--;

@@ -15,6 +15,7 @@ import dev.idem.spi.KeyPage;
 import dev.idem.spi.ListedKey;
 import dev.idem.spi.OutboxStore;
 import dev.idem.spi.PurgeBatch;
+import dev.idem.spi.ReplyStore;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StepStore;
@@ -22,6 +23,7 @@ import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
+import dev.idem.spi.StoredReply;
 import dev.idem.spi.TransactionalDedupStore;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -90,9 +92,18 @@ import org.jdbi.v3.core.statement.Query;
  * purge deletes them once forgotten; {@code delete} deletes a key's steps with it, and {@code purge} the namespace's
  * steps forgotten before the time it is given (every step of each key it deletes, and steps recorded longer ago
  * than the time, of keys in flight).
+ *
+ * <p>As a {@link ReplyStore}: the reply stored with a completion is a row of the table beside the keys'
+ * ({@link ReplyTable}), holding the completion's token, written only for a key completed with a reply: a completion
+ * with a reply runs in the transaction of a completion with advances ({@link JdbcWatermarks#completeAndRaise}), which
+ * then writes the replies of the keys it completed now ({@link JdbcReplies}); a transactional run's work records its
+ * reply in the run's transaction, with the token the run completes its key with. {@code reply} is one read joining
+ * the keys row and its reply on that token, so a reply of an earlier life of the key never shows. {@code delete}
+ * deletes a key's reply with it, {@code purge} the namespace's replies forgotten before the time, and the purger the
+ * forgotten ones.
  */
 final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupStore, OutboxStore,
-        SequencedDedupStore, StepStore {
+        SequencedDedupStore, StepStore, ReplyStore {
 
     /** Claims of keys whose rows another writer changed between our write and our read. */
     private static final int MAX_PASSES = 5;
@@ -113,6 +124,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     private final JdbcCalls calls;
     private final JdbcTransactionalRuns runs;
     private final JdbcSteps steps;
+    private final JdbcReplies replies;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     JdbcDedupStore(HikariDataSource dataSource, Jdbi jdbi, Dialect dialect, Failures failures, Purger purger) {
@@ -126,6 +138,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         this.watermarks = new JdbcWatermarks(dialect);
         this.runs = new JdbcTransactionalRuns(calls, dialect, failures, watermarks);
         this.steps = new JdbcSteps(calls, StepTable.of(dialect), failures);
+        this.replies = new JdbcReplies(ReplyTable.of(dialect));
     }
 
     // ------------------------------------------------------------------ claims
@@ -311,12 +324,16 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
     private record Completion(StoreKey key, long token, SequenceAdvance advance) {
     }
 
-    /** Completes the chunk; one whose requests advance watermarks raises them in the same transaction. */
+    /**
+     * Completes the chunk; one whose requests advance watermarks or carry replies raises them and stores them in the
+     * same transaction.
+     */
     private boolean[] completeChunk(Handle handle, List<ClaimRow> rows, List<CompletionRequest> requests) {
-        boolean advancing = JdbcWatermarks.anyAdvance(rows, requests);
+        boolean withMore = JdbcWatermarks.anyAdvance(rows, requests) || JdbcReplies.anyReply(rows, requests);
         for (int run = 1; ; run++) {
             try {
-                return advancing ? watermarks.completeAndRaise(handle, rows, requests) : dialect.completeAll(handle, rows);
+                return withMore ? watermarks.completeAndRaise(handle, rows, requests, replies)
+                        : dialect.completeAll(handle, rows);
             } catch (RuntimeException e) {
                 // Each run is one statement or one transaction, rolled back whole when it lost a race.
                 if (run >= JdbcCalls.MAX_CONFLICT_RUNS || !failures.isConflict(e)) {
@@ -372,6 +389,36 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
         return steps.record(key, token, name, value);
     }
 
+    // ------------------------------------------------------------------ replies (JdbcReplies)
+
+    @Override
+    public boolean completeWithReply(StoreKey key, long token, Duration retention, StoredReply reply) {
+        Objects.requireNonNull(retention, "retention");
+        ReplyStore.check(reply);
+        List<ClaimRow> row = List.of(ClaimRow.completion(0, key, token, retention));
+        List<CompletionRequest> request = List.of(new CompletionRequest(key, token, retention, null, reply));
+        return calls.call("complete with a reply", handle -> completeChunk(handle, row, request))[0];
+    }
+
+    @Override
+    public Optional<StoredReply> reply(StoreKey key) {
+        Objects.requireNonNull(key, "key");
+        return calls.call("reading the reply", handle -> replies.read(handle, key));
+    }
+
+    @Override
+    public void recordReply(StoreTransaction transaction, StoreKey key, StoredReply reply) {
+        Objects.requireNonNull(key, "key");
+        ReplyStore.check(reply);
+        try {
+            replies.record(transaction, key, reply);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw failures.of("recording a reply in the transaction", e);
+        }
+    }
+
     // ------------------------------------------------------------------ operator view
 
     @Override
@@ -400,8 +447,9 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             // A claim whose lease ran out is kept for its attempts; an operator's delete forgets those too.
             // Only such a row is deleted here, so a claim that took the key in between is left alone.
             handle.createUpdate(dialect.deleteOver()).bind(0, namespace).bind(1, id).execute();
-            // And its steps, so that the message processed again runs every step again.
+            // And its steps, so that the message processed again runs every step again, and its reply.
             handle.createUpdate(steps.table().deleteKey()).bind(0, namespace).bind(1, id).execute();
+            handle.createUpdate(replies.table().deleteKey()).bind(0, namespace).bind(1, id).execute();
             return live;
         });
     }
@@ -513,6 +561,8 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
             // The steps of every key deleted are forgotten before the time too (no later than their key): deleted
             // with them, so that none is replayed to the key claimed afresh.
             handle.createUpdate(steps.table().deleteExpiringWithin()).bind(0, ns).bind(1, micros).execute();
+            // And their replies, which are forgotten with them.
+            handle.createUpdate(replies.table().deleteExpiringWithin()).bind(0, ns).bind(1, micros).execute();
             return keys;
         });
         // Each call deletes from what is left, so there is no position to keep: only whether to call again.

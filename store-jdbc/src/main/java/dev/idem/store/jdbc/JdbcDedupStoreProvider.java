@@ -57,6 +57,12 @@ import org.jdbi.v3.core.Jdbi;
  * (no later than its key) and purged with the keys. {@code schema} covers it too, so {@code validate} needs it even
  * where no handler records steps.
  *
+ * <p>The store is also a {@link dev.idem.spi.ReplyStore}: the reply a request's handler sent, stored with its key's
+ * completion in the same transaction, lives in a fifth table named after the first with {@code _replies} added, one
+ * row per key completed with a reply, forgotten with its completion and purged with the keys. {@code schema} covers
+ * it too: {@code create} adds it to a database made by an earlier version, and {@code validate} needs it even where
+ * no pipeline replies.
+ *
  * <p>The store is also an {@link InspectableDedupStore}: its {@code stats} is one exact
  * {@code COUNT(*)} over the table's live rows, never truncated, whose cost grows with the table.
  *
@@ -203,6 +209,8 @@ public final class JdbcDedupStoreProvider implements DedupStoreProvider {
             new SideTableSchema(jdbi, SideTableSchema.watermarks(WatermarkTable.of(dialect)), failures)
                     .prepare(config.get(SCHEMA));
             new SideTableSchema(jdbi, SideTableSchema.steps(StepTable.of(dialect)), failures)
+                    .prepare(config.get(SCHEMA));
+            new SideTableSchema(jdbi, SideTableSchema.replies(ReplyTable.of(dialect)), failures)
                     .prepare(config.get(SCHEMA));
             Purger purger = new Purger(jdbi, dialect, config.get(PURGE_BATCH_SIZE), failures);
             purger.start(config.get(PURGE_INTERVAL));

@@ -66,7 +66,7 @@ final class JdbcTransactionalRuns {
                     JdbcWatermarks.Verdict verdict = advance == null ? JdbcWatermarks.Verdict.RUN
                             : guard(handle, advance, waitForGaps, pass);
                     if (verdict == JdbcWatermarks.Verdict.RUN) {
-                        runAndCommit(handle, work);
+                        runAndCommit(handle, work, key, row);
                         return Outcome.COMMITTED;
                     }
                     if (verdict != null) {
@@ -150,7 +150,7 @@ final class JdbcTransactionalRuns {
             rows.add(ClaimRow.completed(m.key(), m.fingerprint(), m.retention(), FencingTokens.next()));
         }
         for (int pass = 1; ; pass++) {
-            List<Outcome> outcomes = runBatchOnce(rows, work);
+            List<Outcome> outcomes = runBatchOnce(members, rows, work);
             if (outcomes != null) {
                 return outcomes;
             }
@@ -166,7 +166,8 @@ final class JdbcTransactionalRuns {
     }
 
     /** One try of {@link #runBatch}; {@code null} when a row changed under it (rolled back, to try again). */
-    private List<Outcome> runBatchOnce(List<ClaimRow> rows, BatchWork work) throws Exception {
+    private List<Outcome> runBatchOnce(List<BatchMember> members, List<ClaimRow> rows, BatchWork work)
+            throws Exception {
         Outcome[] outcomes = new Outcome[rows.size()];
         List<Integer> running = new ArrayList<>(rows.size());
         List<ClaimRow> toComplete = new ArrayList<>(rows.size());
@@ -214,7 +215,12 @@ final class JdbcTransactionalRuns {
                 rollback(handle, null);
                 return List.of(outcomes);
             }
-            JdbcTransaction transaction = new JdbcTransaction(handle);
+            // The keys the work runs for, with the rows that complete them: a reply recorded for one names its token.
+            Map<StoreKey, ClaimRow> completing = new HashMap<>(running.size() * 2);
+            for (int i : running) {
+                completing.put(members.get(i).key(), rows.get(i));
+            }
+            JdbcTransaction transaction = new JdbcTransaction(handle, completing);
             try {
                 work.run(transaction, List.copyOf(running));
             } catch (Throwable t) {
@@ -266,8 +272,8 @@ final class JdbcTransactionalRuns {
                     results[i] = new GroupResult.Done(held.duplicateOf(row.fingerprint()).fingerprintMatches()
                             ? Outcome.DUPLICATE : Outcome.DUPLICATE_FINGERPRINT_MISMATCH);
                 } else if (everySavepoint || m.advance() != null) {
-                    results[i] = runLocked(handle, m, savepoint);
-                } else if (runWithoutSavepoint(handle, m)) {
+                    results[i] = runLocked(handle, m, row, savepoint);
+                } else if (runWithoutSavepoint(handle, m, row)) {
                     results[i] = new GroupResult.Done(Outcome.COMMITTED);
                 } else {
                     return null;
@@ -334,7 +340,7 @@ final class JdbcTransactionalRuns {
      * run; the key is written completed later, with the others. Throws a {@link StoreException} after rolling the
      * whole transaction back when the database failed.
      */
-    private GroupResult runLocked(Handle handle, GroupMember m, String savepoint) {
+    private GroupResult runLocked(Handle handle, GroupMember m, ClaimRow row, String savepoint) {
         JdbcWatermarks.Verdict verdict = JdbcWatermarks.Verdict.RUN;
         try {
             handle.savepoint(savepoint);
@@ -352,12 +358,12 @@ final class JdbcTransactionalRuns {
             undo(handle, savepoint, null);
             return new GroupResult.Done(Outcome.SEQUENCE_GAP);
         }
-        return runWork(handle, m, savepoint);
+        return runWork(handle, m, row, savepoint);
     }
 
     /** Runs a member's work under its savepoint, rolling back to it alone when the work throws. */
-    private GroupResult runWork(Handle handle, GroupMember m, String savepoint) {
-        JdbcTransaction transaction = new JdbcTransaction(handle);
+    private GroupResult runWork(Handle handle, GroupMember m, ClaimRow row, String savepoint) {
+        JdbcTransaction transaction = new JdbcTransaction(handle, m.key(), row);
         try {
             m.work().run(transaction);
         } catch (Exception e) {
@@ -377,8 +383,8 @@ final class JdbcTransactionalRuns {
      * Runs a member's work with no savepoint of its own: true when it returned; when it threw, the whole
      * transaction is rolled back and the answer is false.
      */
-    private boolean runWithoutSavepoint(Handle handle, GroupMember m) {
-        JdbcTransaction transaction = new JdbcTransaction(handle);
+    private boolean runWithoutSavepoint(Handle handle, GroupMember m, ClaimRow row) {
+        JdbcTransaction transaction = new JdbcTransaction(handle, m.key(), row);
         try {
             m.work().run(transaction);
         } catch (Exception e) {
@@ -432,7 +438,7 @@ final class JdbcTransactionalRuns {
             undo(handle, savepoint, null);
             return new GroupResult.Done(Outcome.SEQUENCE_GAP);
         }
-        return runWork(handle, m, savepoint);
+        return runWork(handle, m, row, savepoint);
     }
 
     /** Rolls back to a member's savepoint; when that fails, the whole transaction, and throws. */
@@ -506,8 +512,9 @@ final class JdbcTransactionalRuns {
         return verdict;
     }
 
-    private void runAndCommit(Handle handle, Work work) throws Exception {
-        JdbcTransaction transaction = new JdbcTransaction(handle);
+    /** Runs the work in the open transaction, which completes {@code key} with {@code row}, and commits. */
+    private void runAndCommit(Handle handle, Work work, StoreKey key, ClaimRow row) throws Exception {
+        JdbcTransaction transaction = new JdbcTransaction(handle, key, row);
         try {
             work.run(transaction);
         } catch (Throwable t) {

@@ -17,9 +17,10 @@ import org.jdbi.v3.core.statement.PreparedBatch;
  * <li>{@link #read}: one primary-key read of a live row.</li>
  * <li>{@link #completeAndRaise}: in one transaction, the keys' completions as one JDBC batch (answered per key as
  *     {@code complete} answers; a key the batch left alone costs a read, as in {@link Dialect#completeAll}), then
- *     the watermarks of the keys completed raised as one JDBC batch of upserts. Both commit together or neither
- *     does. Every database gets this same JDBC batch rather than its dialect's one-statement completion, which on
- *     MariaDB commits a transaction of its own.</li>
+ *     the watermarks of the keys completed raised as one JDBC batch of upserts, and the replies of the keys completed
+ *     now written ({@link JdbcReplies#write}). All commit together or nothing does. Every database gets this same
+ *     JDBC batch rather than its dialect's one-statement completion, which on MariaDB commits a transaction of its
+ *     own.</li>
  * <li>{@link #guard}: inside a transactional run's transaction, after the key's row is written and locked,
  *     locks the aggregate's watermark row (inserting a forgotten one if absent) and decides the run.</li>
  * </ul>
@@ -77,13 +78,15 @@ final class JdbcWatermarks {
     }
 
     /**
-     * Completes {@code rows} and raises the watermarks of those completed, in one transaction of its own; answers
-     * per row whether the key is now completed with the row's token, as {@link Dialect#completeAll} does.
+     * Completes {@code rows}, raises the watermarks of those completed and writes the replies of those completed now,
+     * in one transaction of its own; answers per row whether the key is now completed with the row's token, as
+     * {@link Dialect#completeAll} does.
      *
      * @param rows at most {@link Dialect#MAX_ROWS_PER_STATEMENT}, distinct, sorted by key
-     * @param requests the batch the rows' {@link ClaimRow#index()} point into, for their advances
+     * @param requests the batch the rows' {@link ClaimRow#index()} point into, for their advances and replies
      */
-    boolean[] completeAndRaise(Handle handle, List<ClaimRow> rows, List<CompletionRequest> requests) {
+    boolean[] completeAndRaise(Handle handle, List<ClaimRow> rows, List<CompletionRequest> requests,
+            JdbcReplies replies) {
         handle.begin();
         try {
             PreparedBatch batch = handle.prepareBatch(dialect.complete());
@@ -93,9 +96,12 @@ final class JdbcWatermarks {
             }
             int[] counts = batch.execute();
             boolean[] done = new boolean[rows.size()];
+            // Completed by this call, not by an earlier one of the same owner: only those store their replies.
+            boolean[] fresh = new boolean[rows.size()];
             if (countsEachRow(counts, done.length)) {
                 for (int i = 0; i < done.length; i++) {
                     done[i] = counts[i] > 0;
+                    fresh[i] = done[i];
                 }
                 // A row the batch left alone may be a retry whose key the token completed before.
                 done = dialect.alreadyCompleted(handle, rows, done);
@@ -106,7 +112,11 @@ final class JdbcWatermarks {
                 handle.begin();
                 for (int i = 0; i < done.length; i++) {
                     ClaimRow row = rows.get(i);
-                    done[i] = dialect.completeOne(handle, row.namespace(), row.id(), row.token(), row.expiresMicros());
+                    fresh[i] = handle.createUpdate(dialect.complete())
+                            .bind(0, row.expiresMicros()).bind(1, row.namespace()).bind(2, row.id()).bind(3, row.token())
+                            .execute() > 0;
+                    done[i] = fresh[i]
+                            || dialect.completeOne(handle, row.namespace(), row.id(), row.token(), row.expiresMicros());
                 }
             }
             List<SequenceAdvance> advances = new ArrayList<>();
@@ -117,6 +127,7 @@ final class JdbcWatermarks {
                 }
             }
             table.raise(handle, advances);
+            replies.write(handle, rows, requests, fresh);
             handle.commit();
             return done;
         } catch (RuntimeException e) {

@@ -11,8 +11,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Deletes forgotten rows so that the table does not grow with every key ever seen (and, after the keys, the
- * forgotten sequence watermarks, so that their table does not grow with every aggregate ever seen, and the forgotten
- * durable steps). Each run deletes
+ * forgotten sequence watermarks, so that their table does not grow with every aggregate ever seen, the forgotten
+ * durable steps and the forgotten replies). Each run deletes
  * in batches of a bounded size, each its own short statement, until a batch comes back short; so a
  * backlog is worked off without one long transaction holding locks or bloating the log. Runs on one
  * daemon thread, at a fixed delay; a failed run is logged and the next one tries again.
@@ -81,6 +81,15 @@ final class Purger implements AutoCloseable {
         return purge(StepTable.of(dialect).purge(), "purging forgotten steps");
     }
 
+    /**
+     * Deletes forgotten replies ({@link ReplyTable}), batch by batch, as {@link #purgeExpired} does keys.
+     *
+     * @throws StoreException when a batch fails
+     */
+    Run purgeExpiredReplies() {
+        return purge(ReplyTable.of(dialect).purge(), "purging forgotten replies");
+    }
+
     private Run purge(String sql, String operation) {
         long rows = 0;
         int batches = 0;
@@ -115,6 +124,11 @@ final class Purger implements AutoCloseable {
             if (steps.rows() > 0) {
                 log.debug("{}: purged {} forgotten steps in {} batches", failures.where(), steps.rows(),
                         steps.batches());
+            }
+            Run replies = purgeExpiredReplies();
+            if (replies.rows() > 0) {
+                log.debug("{}: purged {} forgotten replies in {} batches", failures.where(), replies.rows(),
+                        replies.batches());
             }
         } catch (RuntimeException e) {
             // The next run tries again; claims are unaffected, since an expired row counts as absent.

@@ -14,7 +14,8 @@ import org.jdbi.v3.core.Jdbi;
 
 /**
  * What the store does at start about a table beside its keys table (the outbox, {@link OutboxTable}; the sequence
- * watermarks, {@link WatermarkTable}; the durable steps, {@link StepTable}), as {@link Schema} does about the keys table and after it, following the same
+ * watermarks, {@link WatermarkTable}; the durable steps, {@link StepTable}; the replies stored with completions,
+ * {@link ReplyTable}), as {@link Schema} does about the keys table and after it, following the same
  * {@code store.jdbc.schema}: {@code create} it if absent and check it; {@code validate} that it exists with every
  * column and its primary key (and, where its rows are written without one, an id the database generates), naming
  * the statements that would create it; or trust it ({@code none}).
@@ -55,6 +56,13 @@ final class SideTableSchema {
                 "a message's steps are read and replaced through it", false,
                 "Handlers' durable steps (HandlerContext.step) are recorded there, and stores made before them lack"
                         + " the table.");
+    }
+
+    static Shape replies(ReplyTable table) {
+        return new Shape("replies", table.name, table.createTable(), ReplyTable.COLUMNS, ReplyTable.KEY,
+                "a key's reply is replaced and read through it", false,
+                "Request/reply pipelines store the reply a handler sent with its key's completion there, and stores"
+                        + " made before them lack the table.");
     }
 
     private final Jdbi jdbi;

@@ -271,6 +271,7 @@ abstract class AbstractJdbcDedupStoreTest extends InspectableDedupStoreContract 
             OutboxTable.of(Dialect.forUrl(database().url, old)).createTable().forEach(handle::execute);
             WatermarkTable.of(Dialect.forUrl(database().url, old)).createTable().forEach(handle::execute);
             StepTable.of(Dialect.forUrl(database().url, old)).createTable().forEach(handle::execute);
+            ReplyTable.of(Dialect.forUrl(database().url, old)).createTable().forEach(handle::execute);
         });
         try (DedupStore validated = create(database().config(old).with("schema", "validate"))) {
             validated.checkHealth();

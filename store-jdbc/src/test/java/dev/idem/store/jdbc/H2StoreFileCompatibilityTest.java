@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
  * A store file written by an earlier release opens with this one: {@code h2-2.3.232/idem.mv.db} holds 40 keys
  * ({@code orders/order-0} to {@code order-39}, fingerprints {@code sha256:fp-N}, retained for 100 years), claimed and
  * completed through the store of the release that shipped H2 2.3.232 on its {@code jdbc:h2:file:} URL. This release
- * opens it with a newer H2, through the {@code async:} file system, and must find every key completed.
+ * opens it with a newer H2, through the {@code async:} file system, and must find every key completed (and, the
+ * replies table added to it at start, without a reply).
  */
 class H2StoreFileCompatibilityTest {
 
@@ -47,6 +48,8 @@ class H2StoreFileCompatibilityTest {
                     expected.add(new ClaimResult.Duplicate(true));
                 }
                 assertThat(store.claim(written)).as("open %d", open).isEqualTo(expected);
+                assertThat(store.reply(new StoreKey("orders", "order-0"))).as("completed before replies were stored")
+                        .isEmpty();
                 ClaimResult fresh = store.claim(List.of(new ClaimRequest(new StoreKey("orders", "new-" + open), null,
                         LEASE, Duration.ofDays(1)))).get(0);
                 assertThat(fresh).isInstanceOf(ClaimResult.Acquired.class);

@@ -90,6 +90,8 @@ final class TestDatabase {
             jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + WatermarkTable.SUFFIX));
             // And the durable steps (StepTable).
             jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + StepTable.SUFFIX));
+            // And the replies (ReplyTable).
+            jdbi.useHandle(handle -> handle.execute("DROP TABLE IF EXISTS " + name + ReplyTable.SUFFIX));
         }
     }
 

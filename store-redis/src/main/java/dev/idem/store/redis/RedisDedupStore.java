@@ -13,6 +13,7 @@ import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.KeyFilter;
 import dev.idem.spi.KeyPage;
 import dev.idem.spi.PurgeBatch;
+import dev.idem.spi.ReplyStore;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StepStore;
@@ -20,6 +21,7 @@ import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredKey;
+import dev.idem.spi.StoredReply;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScriptOutputType;
@@ -96,9 +98,19 @@ import java.util.function.Supplier;
  * for): a completion leaves it to run out, which it does no later than the completed key's own TTL, a release
  * leaves it for the next claim, and {@code delete} and {@code purge} delete it with its key. {@code stats} skips it.
  *
+ * <p>As a {@link ReplyStore}: the reply stored with a completion is a string of its own on the message key's slot
+ * ({@link RedisKeys#reply}), holding the completion's token and the reply ({@link RedisReplies}), with the completion's
+ * retention as its TTL. It exists only for a key completed with a reply; the completed record itself does not change.
+ * The completion's script writes it ({@code complete_advance.lua}, which also raises watermarks): a batch holding a
+ * reply or an advance runs that script instead of {@code complete_all.lua}, so a completion and its reply change
+ * together, in Cluster mode too. {@code reply} is one script ({@code reply.lua}) that answers the reply only while the
+ * key is completed with the token it names. {@code delete} and {@code purge} delete it with its key; {@code stats}
+ * skips it. In Cluster mode a prefix opening with empty braces ({@code {}}) cannot put it on the key's slot, and
+ * completions with replies are refused there, as steps are.
+ *
  * <p>With {@code wait.replicas} set, every write the runtime relies on (claim, complete, completeAll,
- * completeAndAdvance, release, renew, recordStart, recordStep) sends a {@code WAIT} right behind its script and
- * answers only once that many replicas acknowledged it; otherwise it fails retriably ({@link ReplicaWait}). The
+ * completeAndAdvance, completeWithReply, release, renew, recordStart, recordStep) sends a {@code WAIT} right behind
+ * its script and answers only once that many replicas acknowledged it; otherwise it fails retriably ({@link ReplicaWait}). The
  * operator's writes ({@code delete}, {@code purge}) do not wait: one lost in a failover leaves a key that still counts as processed,
  * which errs on the side of not running a handler. A claim that failed retriably after it was sent leaves its tokens
  * to the next claim of its keys ({@link UnclaimedTokens}).
@@ -106,7 +118,7 @@ import java.util.function.Supplier;
  * <p>Thread-safe: calls from any number of threads share one connection and are pipelined on it. Failures
  * are {@link dev.idem.spi.StoreException}s; see {@link Failures} for which are retriable.
  */
-final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStore, StepStore {
+final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStore, StepStore, ReplyStore {
 
     /** Longer leases and retentions are cut to this, so deadlines stay exact in Lua's doubles. */
     static final Duration LONGEST = Duration.ofDays(100 * 365);
@@ -121,9 +133,10 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     private static final LuaScript START = LuaScript.named("start");
     private static final LuaScript STEPS = LuaScript.named("steps");
     private static final LuaScript RECORD_STEP = LuaScript.named("record_step");
+    private static final LuaScript REPLY = LuaScript.named("reply");
     private static final List<LuaScript> SCRIPTS = List.of(CLAIM, COMPLETE, COMPLETE_ALL, RELEASE, RENEW, START,
             INSPECT, DELETE, RedisWatermarks.COMPLETE_ADVANCE, RedisWatermarks.RAISE, RedisListing.LIST,
-            RedisListing.PURGE, STEPS, RECORD_STEP);
+            RedisListing.PURGE, STEPS, RECORD_STEP, REPLY);
 
     /** How many keys one {@code SCAN} call of {@link #stats()} asks for. */
     static final int STATS_PAGE = 1000;
@@ -274,12 +287,59 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     }
 
     @Override
+    public boolean completeWithReply(StoreKey key, long token, Duration retention, StoredReply reply) {
+        ReplyStore.check(reply);
+        CompletionResult result = watermarks.completeAll(List.of(new CompletionRequest(key, token, retention, null,
+                reply))).get(0);
+        if (result instanceof CompletionResult.Failed failed) {
+            throw failed.cause();
+        }
+        return CompletionResult.COMPLETED.equals(result);
+    }
+
+    @Override
+    public Optional<StoredReply> reply(StoreKey key) {
+        Objects.requireNonNull(key, "key");
+        String operation = describe("reading the reply", key);
+        byte[] message = keys.encode(key);
+        List<Object> reply = await(REPLY.run(redis, ScriptOutputType.MULTI,
+                new byte[][] {message, replyKey(message, operation)}), operation, System.nanoTime() + waitNanos);
+        if (reply == null || reply.isEmpty()) {
+            return Optional.empty();
+        }
+        if (reply.size() != 2 || !Long.valueOf(1).equals(reply.get(0)) || !(reply.get(1) instanceof byte[] value)) {
+            throw failures.unexpectedReply(operation, reply.size() + " values");
+        }
+        try {
+            return Optional.of(RedisReplies.decode(value));
+        } catch (IllegalArgumentException e) {
+            throw failures.notARecord(operation);
+        }
+    }
+
+    /**
+     * The reply key of the message key {@code message}: in Cluster mode on the same slot, which a prefix opening with
+     * empty braces ({@code {}}) makes impossible.
+     *
+     * @throws StoreException, not retriable, naming {@code operation}, when it cannot lie on that slot
+     */
+    byte[] replyKey(byte[] message, String operation) {
+        if (connection.cluster() && !keys.replyOnSlot(message)) {
+            throw new StoreException(failures.endpoint() + ": " + operation + " is impossible in Cluster mode with"
+                    + " key-prefix '" + keyPrefix + "': its first braces hold nothing, so Redis hashes whole keys and"
+                    + " no key of the reply can share the message key's slot. Remove the empty braces or put a name"
+                    + " in them (\"{idem}:\")", false);
+        }
+        return keys.replyOf(message);
+    }
+
+    @Override
     public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         int size = requests.size();
         if (size == 0) {
             return List.of();
         }
-        if (RedisWatermarks.anyAdvance(requests)) {
+        if (RedisWatermarks.anyAdvance(requests) || RedisReplies.anyReply(requests)) {
             return watermarks.completeAll(requests);
         }
         byte[][] redisKeys = new byte[size][];
@@ -413,9 +473,12 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     public boolean delete(StoreKey key) {
         Objects.requireNonNull(key, "key");
         String operation = describe("a delete", key);
-        byte[][] both = connection.cluster() && !keys.stepsOnSlot(key) ? new byte[][] {keys.encode(key)}
-                : new byte[][] {keys.encode(key), keys.steps(key)};
-        return yes(await(DELETE.run(redis, ScriptOutputType.INTEGER, both), operation, System.nanoTime() + waitNanos),
+        byte[] message = keys.encode(key);
+        // Its steps and its reply go with it, where they can lie on its slot; else the key itself stands in for them.
+        boolean anywhere = !connection.cluster();
+        byte[][] all = {message, anywhere || keys.stepsOnSlot(message) ? keys.stepsOf(message) : message,
+                anywhere || keys.replyOnSlot(message) ? keys.replyOf(message) : message};
+        return yes(await(DELETE.run(redis, ScriptOutputType.INTEGER, all), operation, System.nanoTime() + waitNanos),
                 operation);
     }
 
@@ -448,7 +511,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         while (true) {
             List<CompletableFuture<byte[]>> values = new ArrayList<>(cursor.getKeys().size());
             for (byte[] key : cursor.getKeys()) {
-                if (!keys.isWatermark(key) && !keys.isSteps(key)) {
+                if (!keys.isWatermark(key) && !keys.isSteps(key) && !keys.isReply(key)) {
                     values.add(redis.get(key).toCompletableFuture());
                 }
             }

@@ -38,6 +38,12 @@ import java.util.Objects;
  * change together; in Cluster mode only when both share a hash slot (always with a hash tag in the prefix), and
  * otherwise by a second call right after the completion (see {@code RedisWatermarks}).
  *
+ * <p>It is also a {@link dev.idem.spi.ReplyStore}: the reply a request's handler sent, stored with the key's
+ * completion, is one more string per key completed with a reply, {@code <key-prefix>reply:{<tag>}:<namespace
+ * length>:<namespace>:<id>} (the tag puts it on the message key's hash slot), holding the completion's token and the
+ * reply's headers and payload, with the completion's retention as its TTL; it is written in the completion's own
+ * script (see {@code RedisReplies}). Keys completed without a reply have none.
+ *
  * <h2>Fencing tokens</h2>
  * Random 63-bit numbers drawn by the client, not a counter in Redis: a counter restarts when Redis loses
  * its data (a restart without persistence, a failover losing the last writes) and would then hand out

@@ -21,7 +21,8 @@ import java.util.Arrays;
  * (e.g. {@code idem:seq:8:payments:account-7}): after the prefix a message key starts with a digit and a watermark
  * with {@code seq:}, so no aggregate's watermark can ever be read as a message key or the other way round, and
  * the namespace's length keeps namespace and aggregate apart as it does for message keys. A message's durable steps
- * are a hash of their own, {@link #steps}, on the message key's hash slot.
+ * are a hash of their own, {@link #steps}, and the reply stored with its completion a string of its own,
+ * {@link #reply}, both on the message key's hash slot.
  *
  * <p>Immutable and thread-safe.
  */
@@ -34,12 +35,17 @@ final class RedisKeys {
     /** What follows the prefix in a steps key, up to its tag. */
     private static final byte[] STEPS = "steps:{".getBytes(StandardCharsets.US_ASCII);
 
+    /** What follows the prefix in a reply key, up to its tag. */
+    private static final byte[] REPLY = "reply:{".getBytes(StandardCharsets.US_ASCII);
+
     private final byte[] prefix;
-    /** {@link #stepsTag}'s table, made at the first use; racing threads make the same table. */
-    private volatile byte[][] stepsTags;
+    private final Companion steps;
+    private final Companion reply;
 
     RedisKeys(String prefix) {
         this.prefix = utf8(prefix);
+        this.steps = new Companion(STEPS);
+        this.reply = new Companion(REPLY);
     }
 
     byte[] encode(StoreKey key) {
@@ -134,83 +140,142 @@ final class RedisKeys {
     /**
      * The key of {@code key}'s durable steps, {@code <prefix>steps:{<tag>}:<namespace length>:<namespace>:<id>}: a
      * hash of step names to values. The tag is chosen for the message key's hash slot, so that both sit on one slot
-     * and one script reads or writes them together in Cluster mode (see {@link #stepsTag}); on a standalone server it
-     * only costs its few bytes. After the prefix a message key starts with a digit, a watermark with {@code seq:}
-     * and a steps key with {@code steps:}, so none is ever read as another.
+     * and one script reads or writes them together in Cluster mode (see {@link Companion}); on a standalone server it
+     * only costs its few bytes. After the prefix a message key starts with a digit, a watermark with {@code seq:}, a
+     * steps key with {@code steps:} and a reply key with {@code reply:}, so none is ever read as another.
      */
     byte[] steps(StoreKey key) {
-        return stepsOf(encode(key));
+        return steps.of(encode(key));
     }
 
     /** {@link #steps} of the message key {@code message}, one under this prefix. */
     byte[] stepsOf(byte[] message) {
-        byte[] tag = stepsTag(SlotHash.getSlot(message));
-        byte[] out = new byte[prefix.length + STEPS.length + tag.length + 2 + message.length - prefix.length];
-        int at = put(out, 0, prefix);
-        at = put(out, at, STEPS);
-        at = put(out, at, tag);
-        out[at++] = '}';
-        out[at++] = ':';
-        System.arraycopy(message, prefix.length, out, at, message.length - prefix.length);
-        return out;
+        return steps.of(message);
     }
 
     /** Whether {@code key}, one under this prefix, is a steps key rather than a message key. */
     boolean isSteps(byte[] key) {
-        return key.length >= prefix.length + STEPS.length
-                && Arrays.equals(key, prefix.length, prefix.length + STEPS.length, STEPS, 0, STEPS.length);
-    }
-
-    /**
-     * A tag that puts a steps key on {@code slot}. Redis hashes what lies between a key's first {@code '{'} and the
-     * first {@code '}'} after it, when that is not empty, and the whole key otherwise. So: when the prefix holds a
-     * whole tag, message and steps keys share it and any tag will do; when it holds none, the steps key's tag is
-     * ours alone, and a table gives for each slot a short tag that hashes to it; when the prefix opens a brace it
-     * never closes, what Redis hashes is the rest of the prefix, {@code steps:{} and our tag, and the table is made
-     * for that. A prefix whose first braces are empty ({@code {}}) makes Redis hash whole keys: no tag can then
-     * choose the slot, and {@link RedisDedupStore} refuses steps in Cluster mode (see {@link #stepsOnSlot}).
-     */
-    private byte[] stepsTag(int slot) {
-        byte[][] table = stepsTags;
-        if (table == null) {
-            table = stepsTags = tagTable(hashedBeforeTag());
-        }
-        return table.length == 1 ? table[0] : table[slot];
+        return steps.is(key);
     }
 
     /** Whether the steps key of a message key lies on its slot; false only for a prefix opening with {@code {}}. */
     boolean stepsOnSlot(StoreKey key) {
-        return stepsOnSlot(encode(key));
+        return steps.onSlot(encode(key));
     }
 
     /** {@link #stepsOnSlot(StoreKey)} of the message key {@code message}. */
     boolean stepsOnSlot(byte[] message) {
-        return SlotHash.getSlot(message) == SlotHash.getSlot(stepsOf(message));
+        return steps.onSlot(message);
     }
 
     /**
-     * What Redis hashes of a steps key before our tag: empty when the prefix holds no brace; the rest of the prefix
-     * and {@code steps:{} when it opens one it never closes; {@code null} when the prefix decides the slot (or,
-     * for {@code {}}, nothing can).
+     * The key of the reply stored with {@code key}'s completion, {@code <prefix>reply:{<tag>}:<namespace
+     * length>:<namespace>:<id>}: a string, on the message key's slot as a steps key is (see {@link Companion}).
      */
-    private byte[] hashedBeforeTag() {
-        int open = indexOf(prefix, (byte) '{', 0);
-        if (open < 0) {
-            return new byte[0];
+    byte[] reply(StoreKey key) {
+        return reply.of(encode(key));
+    }
+
+    /** {@link #reply} of the message key {@code message}, one under this prefix. */
+    byte[] replyOf(byte[] message) {
+        return reply.of(message);
+    }
+
+    /** Whether {@code key}, one under this prefix, is a reply key rather than a message key. */
+    boolean isReply(byte[] key) {
+        return reply.is(key);
+    }
+
+    /** Whether the reply key of a message key lies on its slot; false only for a prefix opening with {@code {}}. */
+    boolean replyOnSlot(StoreKey key) {
+        return reply.onSlot(encode(key));
+    }
+
+    /** {@link #replyOnSlot(StoreKey)} of the message key {@code message}. */
+    boolean replyOnSlot(byte[] message) {
+        return reply.onSlot(message);
+    }
+
+    /**
+     * A kind of key that goes with a message key and lives on its hash slot: the prefix, the kind (such as
+     * {@code steps:} and the tag's opening brace), the tag, a closing brace and a colon, then what follows the prefix
+     * in the message key.
+     */
+    private final class Companion {
+        private final byte[] kind;
+        /** {@link #tag}'s table, made at the first use; racing threads make the same table. */
+        private volatile byte[][] tags;
+
+        Companion(byte[] kind) {
+            this.kind = kind;
         }
-        if (indexOf(prefix, (byte) '}', open + 1) >= 0) {
-            return null;
+
+        /** This kind's key of the message key {@code message}, one under this prefix. */
+        byte[] of(byte[] message) {
+            byte[] tag = tag(SlotHash.getSlot(message));
+            byte[] out = new byte[prefix.length + kind.length + tag.length + 2 + message.length - prefix.length];
+            int at = put(out, 0, prefix);
+            at = put(out, at, kind);
+            at = put(out, at, tag);
+            out[at++] = '}';
+            out[at++] = ':';
+            System.arraycopy(message, prefix.length, out, at, message.length - prefix.length);
+            return out;
         }
-        byte[] rest = Arrays.copyOfRange(prefix, open + 1, prefix.length);
-        byte[] out = Arrays.copyOf(rest, rest.length + STEPS.length);
-        System.arraycopy(STEPS, 0, out, rest.length, STEPS.length);
-        return out;
+
+        /** Whether {@code key}, one under this prefix, is of this kind. */
+        boolean is(byte[] key) {
+            return key.length >= prefix.length + kind.length
+                    && Arrays.equals(key, prefix.length, prefix.length + kind.length, kind, 0, kind.length);
+        }
+
+        /** Whether this kind's key of {@code message} lies on its slot. */
+        boolean onSlot(byte[] message) {
+            return SlotHash.getSlot(message) == SlotHash.getSlot(of(message));
+        }
+
+        /**
+         * A tag that puts a key of this kind on {@code slot}. Redis hashes what lies between a key's first {@code '{'}
+         * and the first {@code '}'} after it, when that is not empty, and the whole key otherwise. So: when the prefix
+         * holds a whole tag, message and companion keys share it and any tag will do; when it holds none, the
+         * companion's tag is ours alone, and a table gives for each slot a short tag that hashes to it; when the
+         * prefix opens a brace it never closes, what Redis hashes is the rest of the prefix, the kind (such as
+         * {@code steps:{}) and our tag, and the table is made for that. A prefix whose first braces are empty
+         * ({@code {}}) makes Redis hash whole keys: no tag can then choose the slot, and {@link RedisDedupStore}
+         * refuses steps and replies in Cluster mode (see {@link #onSlot}).
+         */
+        private byte[] tag(int slot) {
+            byte[][] table = tags;
+            if (table == null) {
+                table = tags = tagTable(hashedBeforeTag());
+            }
+            return table.length == 1 ? table[0] : table[slot];
+        }
+
+        /**
+         * What Redis hashes of a companion key before our tag: empty when the prefix holds no brace; the rest of the
+         * prefix and the kind when it opens one it never closes; {@code null} when the prefix decides the slot (or,
+         * for {@code {}}, nothing can).
+         */
+        private byte[] hashedBeforeTag() {
+            int open = indexOf(prefix, (byte) '{', 0);
+            if (open < 0) {
+                return new byte[0];
+            }
+            if (indexOf(prefix, (byte) '}', open + 1) >= 0) {
+                return null;
+            }
+            byte[] rest = Arrays.copyOfRange(prefix, open + 1, prefix.length);
+            byte[] out = Arrays.copyOf(rest, rest.length + kind.length);
+            System.arraycopy(kind, 0, out, rest.length, kind.length);
+            return out;
+        }
     }
 
     /**
      * For each slot, a short tag that makes {@code before} plus the tag hash to it: base-36 numbers tried in turn
-     * until every slot has one (about 170,000 CRC16s, a few milliseconds, once per store). One tag for every slot
-     * when {@code before} is {@code null}.
+     * until every slot has one (about 170,000 CRC16s, a few milliseconds, once per store and kind). One tag for every
+     * slot when {@code before} is {@code null}.
      */
     private static byte[][] tagTable(byte[] before) {
         if (before == null) {

@@ -304,14 +304,16 @@ final class RedisListing {
         int[][] groups = connection.cluster() ? RedisDedupStore.bySlot(redisKeys) : RedisDedupStore.oneGroup(redisKeys);
         List<CompletableFuture<Long>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            // Each key's steps go with it (purge.lua's second half of KEYS): on its slot, or, where a prefix opening
-            // with empty braces put them elsewhere (no step could be recorded then), the key itself a second time.
-            byte[][] both = Arrays.copyOf(RedisDedupStore.keysOf(group, redisKeys), 2 * group.length);
+            // Each key's steps and reply go with it (purge.lua's second and last third of KEYS): on its slot, or,
+            // where a prefix opening with empty braces put them elsewhere (no step or reply could be written then),
+            // the key itself again.
+            byte[][] all = Arrays.copyOf(RedisDedupStore.keysOf(group, redisKeys), 3 * group.length);
             for (int j = 0; j < group.length; j++) {
-                byte[] key = both[j];
-                both[group.length + j] = !connection.cluster() || keys.stepsOnSlot(key) ? keys.stepsOf(key) : key;
+                byte[] key = all[j];
+                all[group.length + j] = !connection.cluster() || keys.stepsOnSlot(key) ? keys.stepsOf(key) : key;
+                all[2 * group.length + j] = !connection.cluster() || keys.replyOnSlot(key) ? keys.replyOf(key) : key;
             }
-            replies.add(PURGE.run(connection.commands(), ScriptOutputType.INTEGER, both,
+            replies.add(PURGE.run(connection.commands(), ScriptOutputType.INTEGER, all,
                     RedisDedupStore.ascii(withinMillis)));
         }
         long deadline = System.nanoTime() + waitNanos;

@@ -30,6 +30,12 @@ import java.util.function.Supplier;
  * {@code long} is exact. A script runs atomically on the server, so the key and its watermark change together.
  * A watermark key holding something else fails that completion before it writes anything.
  *
+ * <p><b>Completions with replies.</b> The same script stores the replies ({@link RedisReplies}) of a batch holding at
+ * least one {@link CompletionRequest#reply()}: a completion done now (not a retry by its owner) writes its reply key,
+ * on its message key's slot, in the same script, so the two change together in Cluster mode too. A batch with replies
+ * is refused whole, before anything is sent, where a reply key cannot share its message key's slot (Cluster mode with
+ * a prefix opening with empty braces).
+ *
  * <p><b>Redis Cluster.</b> A script may only touch keys of one slot, and an aggregate's events have keys on every
  * slot, so a watermark can share the slot of only some of them. It is raised in the completion's own script
  * whenever it does (always when {@code key-prefix} holds a hash tag such as {@code "{idem}:"}, which puts every
@@ -52,6 +58,7 @@ final class RedisWatermarks {
     static final LuaScript RAISE = LuaScript.named("raise", "watermark");
 
     private static final byte[] NONE = RedisDedupStore.ascii(0);
+    private static final byte[] NO_REPLY = new byte[0];
 
     private final RedisDedupStore store;
     private final RedisClusterAsyncCommands<byte[], byte[]> redis;
@@ -100,17 +107,23 @@ final class RedisWatermarks {
     }
 
     /**
-     * Completes the batch, raising each request's watermark with its key; answers as
-     * {@link RedisDedupStore#completeAll} does. Throws only when no call of the batch was answered.
+     * Completes the batch, raising each request's watermark and storing each request's reply with its key; answers as
+     * {@link RedisDedupStore#completeAll} does. Throws only when no call of the batch was answered, or, before
+     * sending anything, when a reply's key cannot share its message key's slot.
      */
     List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         int size = requests.size();
         byte[][] messageKeys = new byte[size][];
         byte[][] watermarkKeys = new byte[size][];
+        byte[][] replyKeys = new byte[size][];
         boolean[] later = new boolean[size];
         for (int i = 0; i < size; i++) {
             CompletionRequest request = requests.get(i);
             messageKeys[i] = keys.encode(request.key());
+            if (request.reply() != null) {
+                replyKeys[i] = store.replyKey(messageKeys[i],
+                        RedisDedupStore.describe("completing with a reply", request.key()));
+            }
             if (request.advance() != null) {
                 watermarkKeys[i] = keys.watermark(request.advance().aggregate());
                 later[i] = cluster && SlotHash.getSlot(watermarkKeys[i]) != SlotHash.getSlot(messageKeys[i]);
@@ -120,9 +133,9 @@ final class RedisWatermarks {
         Supplier<CompletableFuture<Long>> behind = store.replicated();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(completeAndRaise(group, requests, messageKeys, watermarkKeys, later, behind));
+            replies.add(completeAndRaise(group, requests, messageKeys, watermarkKeys, replyKeys, later, behind));
         }
-        String operation = "a completion with sequence advances of " + size + (size == 1 ? " key" : " keys");
+        String operation = "a completion with sequence advances or replies of " + size + (size == 1 ? " key" : " keys");
         long deadline = System.nanoTime() + waitNanos;
         CompletionResult[] results = new CompletionResult[size];
         StoreException firstFailure = null;
@@ -148,21 +161,32 @@ final class RedisWatermarks {
 
     /** One {@code complete_advance.lua} call for a group of keys on one slot (all keys, standalone). */
     private CompletableFuture<List<Object>> completeAndRaise(int[] group, List<CompletionRequest> requests,
-            byte[][] messageKeys, byte[][] watermarkKeys, boolean[] later, Supplier<CompletableFuture<Long>> behind) {
+            byte[][] messageKeys, byte[][] watermarkKeys, byte[][] replyKeys, boolean[] later,
+            Supplier<CompletableFuture<Long>> behind) {
         List<byte[]> scriptKeys = new ArrayList<>(group.length * 2);
         for (int i : group) {
             scriptKeys.add(messageKeys[i]);
         }
         // A watermark raised by several completions of the batch is one key of the call: its index, from 1.
         Map<ByteBuffer, Integer> watermarkIndex = new HashMap<>();
-        byte[][] args = new byte[1 + 5 * group.length][];
+        byte[][] args = new byte[1 + 7 * group.length][];
         args[0] = RedisDedupStore.ascii(group.length);
         for (int j = 0; j < group.length; j++) {
             int i = group[j];
             CompletionRequest request = requests.get(i);
-            int a = 1 + 5 * j;
+            int a = 1 + 7 * j;
             args[a] = RedisDedupStore.ascii(request.token());
             args[a + 1] = RedisDedupStore.ascii(RedisDedupStore.millis(request.retention()));
+            if (request.reply() == null) {
+                args[a + 5] = NONE;
+                args[a + 6] = NO_REPLY;
+            } else {
+                // A key repeated in the batch adds its reply key again, harmlessly: the script writes a reply only
+                // for a completion done now, never for a retry.
+                scriptKeys.add(replyKeys[i]);
+                args[a + 5] = RedisDedupStore.ascii(scriptKeys.size() - group.length);
+                args[a + 6] = RedisReplies.encode(request.reply());
+            }
             SequenceAdvance advance = request.advance();
             if (advance == null || later[i]) {
                 args[a + 2] = NONE;

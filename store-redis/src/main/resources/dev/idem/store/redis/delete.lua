@@ -1,9 +1,13 @@
 -- Removes KEYS[1] whatever its state, for an operator: its owner, if any, is fenced out. Its durable steps (the hash
--- KEYS[2], on the same slot) go with it, so that the message processed again runs every step again.
+-- KEYS[2]) and the reply stored with its completion (KEYS[3]), both on the same slot, go with it, so that the message
+-- processed again runs every step again and answers with a reply of its own.
 -- Reply: 1 if it was claimed with a live lease or completed, 0 if absent or its claim's lease had run out.
 local held = record(KEYS[1])
 if KEYS[2] then
   redis.call('DEL', KEYS[2])
+end
+if KEYS[3] then
+  redis.call('DEL', KEYS[3])
 end
 if not held then
   return 0

@@ -2,6 +2,9 @@
 --   C|<token>|<attempts>|<lease deadline, server µs>|<claim retention ms>|<fingerprint>            claimed
 --   C|<token>|<attempts>|<lease deadline, server µs>|<claim retention ms>|<starts>|<fingerprint>   claimed, starts recorded
 --   D|<token>|<attempts>|0|0|<fingerprint>                                                       completed
+-- The reply stored with a completion (RedisReplies) is a key of its own beside the record, on its slot:
+--   <token>|<headers length>|<headers><payload>        TTL = the completion's retention
+-- <token> the completion's: the reply counts only while the record is completed with that token.
 -- <token> is a decimal string and is only ever compared as a string: Lua numbers are doubles and
 -- would round a 63-bit token. <fingerprint> is '' for none, else '=' followed by the fingerprint, so
 -- digits in its place are <starts>. A claim without recorded starts keeps the short form, which is
@@ -26,9 +29,9 @@ local function record(key)
 end
 
 -- Completes <key> for the owner <token>, remembering it for <keep_ms> ms (a string; '0': forget it at once),
--- parsing the record no further than that needs. Reply: 1 done (or already done by this owner), 0 not the
+-- parsing the record no further than that needs. Reply: 2 done now, 1 already done by this owner, 0 not the
 -- owner's (or absent).
-local function complete_key(key, token, keep_ms)
+local function complete_key_now(key, token, keep_ms)
   local value = redis.call('GET', key)
   if not value then
     return 0
@@ -45,7 +48,7 @@ local function complete_key(key, token, keep_ms)
   end
   if tonumber(keep_ms) <= 0 then
     redis.call('DEL', key)
-    return 1
+    return 2
   end
   -- <rest> is [<starts>|]<fingerprint>, and a fingerprint is '' or starts with '=': a completed key keeps no starts.
   if rest ~= '' and string.byte(rest, 1) ~= 61 then
@@ -55,7 +58,17 @@ local function complete_key(key, token, keep_ms)
     end
   end
   redis.call('SET', key, 'D|' .. token .. '|' .. attempts .. '|0|0|' .. rest, 'PX', keep_ms)
-  return 1
+  return 2
+end
+
+-- Completes <key> as complete_key_now does. Reply: 1 done (or already done by this owner), 0 not the owner's (or
+-- absent).
+local function complete_key(key, token, keep_ms)
+  local done = complete_key_now(key, token, keep_ms)
+  if done == 2 then
+    return 1
+  end
+  return done
 end
 
 -- A claim's record; <starts> only once one is recorded, so that the common record stays the short one.

@@ -1,0 +1,14 @@
+-- Reads the reply stored with the completion of KEYS[1] (the reply key is KEYS[2], on the same slot): only while
+-- KEYS[1] is completed, and only a reply that names the token of that completion, so that an earlier life's reply
+-- left to its TTL never shows.
+-- Reply: {} when there is none; else {1, reply as RedisReplies encodes it}.
+local held = record(KEYS[1])
+if not held or held.state ~= 'D' then
+  return {}
+end
+local value = redis.call('GET', KEYS[2])
+local owner = held.token .. '|'
+if not value or string.sub(value, 1, #owner) ~= owner then
+  return {}
+end
+return {1, string.sub(value, #owner + 1)}
