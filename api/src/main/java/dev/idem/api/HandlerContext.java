@@ -88,6 +88,46 @@ public interface HandlerContext {
     }
 
     /**
+     * Replies to this message, a request that carries a reply address ({@link Message#replyTo()}): the reply goes to
+     * that address with the request's correlation ID (AMQP {@code correlation_id}, {@code JMSCorrelationID}, Kafka's
+     * {@code kafka_correlationId} header), once the run succeeded, and is stored with the message's key. A duplicate
+     * of the request does not run the handler: it gets the stored reply, sent again to its own reply address with its
+     * own correlation ID. So every copy of a request gets the same reply, whichever process runs it and however often
+     * the broker redelivers it.
+     *
+     * <p>Nothing leaves before the handler returns, and a run that fails sends nothing. In plain mode the reply is
+     * stored atomically with the key's completion, then published, then the request is acked (a crash in between
+     * makes the redelivered request a duplicate, which sends the stored reply). In transactional mode it is stored in
+     * the handler's transaction and published through the outbox after the commit, so a rolled-back run never
+     * replies. One reply per run: a second call replaces the first.
+     *
+     * @param payload the reply's body
+     * @param headers headers to send with it; may be empty
+     * @throws IllegalStateException if the message carries no reply address, or runs without an idempotency key (its
+     *         reply could not be stored for its duplicates)
+     * @throws IllegalArgumentException if the reply is larger than the pipeline's {@code reply.max-size}
+     * @throws UnsupportedOperationException if the pipeline's dedup store keeps no replies (it does not implement
+     *         {@code dev.idem.spi.ReplyStore}), or this context cannot reply (a test double)
+     */
+    default void reply(byte[] payload, Map<String, String> headers) {
+        throw new UnsupportedOperationException("this handler context cannot reply");
+    }
+
+    /**
+     * {@link #reply(byte[], Map)} with an object for the body, encoded as {@link #send(String, String, Object, Map)}
+     * encodes one.
+     *
+     * @throws IllegalArgumentException if the object cannot be encoded
+     */
+    default void reply(Object payload) {
+        if (payload instanceof byte[] bytes) {
+            reply(bytes, Map.of());
+            return;
+        }
+        throw new UnsupportedOperationException("this handler context cannot encode objects");
+    }
+
+    /**
      * A key for a call this run makes to another service that deduplicates by key, such as the
      * {@code Idempotency-Key} header of a payment API (the convention of Stripe, Adyen and the IETF draft): the same
      * for every run of this message, on any process, so the other service applies a re-run's call once. It is a

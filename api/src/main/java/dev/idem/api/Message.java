@@ -80,4 +80,13 @@ public interface Message {
 
     /** Whether the broker flagged the message as delivered before. Informative only. */
     boolean redelivered();
+
+    /**
+     * Where the sender asked for a reply, for a request message: the AMQP {@code reply_to}, the JMS
+     * {@code JMSReplyTo}, the Kafka {@code kafka_replyTopic} header. Empty for a message that asks for none. A
+     * handler answers with {@link HandlerContext#reply}.
+     */
+    default Optional<String> replyTo() {
+        return Optional.empty();
+    }
 }

@@ -20,14 +20,22 @@ import java.util.Objects;
  *        order (the Kafka record key, the JMS {@code JMSXGroupID}), or {@code null} where the broker
  *        has none: an AMQP routing key names a route, not an order, and is never one. The runtime
  *        uses it as the default ordering key of {@code ordering: key}.
+ * @param replyTo where the sender asked for a reply (a request message), or {@code null}; see {@link ReplyAddress}
  */
 public record InboundMessage(String source, String partition, String key, Map<String, String> headers,
-        byte[] payload, String brokerMessageId, boolean redelivered, int deliveryCount, String orderingKey) {
+        byte[] payload, String brokerMessageId, boolean redelivered, int deliveryCount, String orderingKey,
+        ReplyAddress replyTo) {
 
     public InboundMessage {
         Objects.requireNonNull(source, "source");
         headers = headers == null ? Map.of() : headers;
         Objects.requireNonNull(payload, "payload");
+    }
+
+    /** A message that asks for no reply. */
+    public InboundMessage(String source, String partition, String key, Map<String, String> headers,
+            byte[] payload, String brokerMessageId, boolean redelivered, int deliveryCount, String orderingKey) {
+        this(source, partition, key, headers, payload, brokerMessageId, redelivered, deliveryCount, orderingKey, null);
     }
 
     /** A message whose {@code key} is also its ordering key (Kafka, JMS), or that has neither. */

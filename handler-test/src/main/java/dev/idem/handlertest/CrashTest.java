@@ -9,6 +9,7 @@ import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.InboundMessage;
 import dev.idem.spi.OutboundMessage;
+import dev.idem.spi.ReplyAddress;
 import dev.idem.spi.StoreContext;
 import dev.idem.store.caffeine.CaffeineDedupStoreProvider;
 import dev.idem.testkit.ManualTicker;
@@ -303,7 +304,12 @@ public final class CrashTest {
         Duration lease = Duration.ofMillis(1).plus(leaseOf(yaml));
         try {
             for (TestMessage m : deliveries) {
-                broker.publish(PIPELINE, new OutboundMessage(m.id(), m.key(), m.headers(), m.payload()));
+                OutboundMessage outbound = new OutboundMessage(m.id(), m.key(), m.headers(), m.payload());
+                if (m.replyTo().isPresent()) {
+                    broker.publishRequest(PIPELINE, outbound, ReplyAddress.of(m.replyTo().get(), m.id()));
+                } else {
+                    broker.publish(PIPELINE, outbound);
+                }
             }
             long deadline = System.nanoTime() + passTimeout.toNanos();
             while (true) {

@@ -27,6 +27,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  *       context, as a later run of the message gets it from the store (nothing is encoded or bounded);</li>
  *   <li>{@code idempotencyKey(scope)} is a name-based UUID of the message's ID and the scope: stable, but not the key
  *       the runtime derives, which also depends on the pipeline's namespace.</li>
+ *   <li>{@code reply} keeps the last reply ({@link #reply()}), encoded as {@code send} encodes; it does not check
+ *       that the message asks for one (the runtime does, see {@code Message.replyTo()}).</li>
  * </ul>
  * Thread-safe.
  */
@@ -41,6 +43,7 @@ public final class TestContext implements HandlerContext {
     private final Object transaction;
     private final List<Sent> sent = new CopyOnWriteArrayList<>();
     private final Map<String, Object> steps = new HashMap<>();
+    private volatile Sent reply;
 
     private TestContext(String pipeline, String messageId, Object transaction) {
         this.pipeline = pipeline;
@@ -114,6 +117,25 @@ public final class TestContext implements HandlerContext {
         byte[] body = payload instanceof byte[] bytes ? bytes : payload instanceof String text
                 ? text.getBytes(StandardCharsets.UTF_8) : TypedPayloads.encode(payload);
         return send(destination, key, body, headers);
+    }
+
+    /** What the handler replied last, as its destination would get it (destination and key {@code null}); or empty. */
+    public Optional<Sent> reply() {
+        return Optional.ofNullable(reply);
+    }
+
+    @Override
+    public void reply(byte[] payload, Map<String, String> headers) {
+        Objects.requireNonNull(payload, "payload");
+        reply = new Sent(null, null, new String(payload, StandardCharsets.UTF_8),
+                headers == null ? Map.of() : Map.copyOf(headers));
+    }
+
+    @Override
+    public void reply(Object payload) {
+        Objects.requireNonNull(payload, "payload");
+        reply(payload instanceof byte[] bytes ? bytes : payload instanceof String text
+                ? text.getBytes(StandardCharsets.UTF_8) : TypedPayloads.encode(payload), Map.of());
     }
 
     @Override

@@ -23,10 +23,16 @@ public final class TestMessage implements Message {
     private final String key;
     private final Map<String, String> headers;
     private final byte[] payload;
+    private final String replyTo;
 
     private TestMessage(String id, String key, Map<String, String> headers, byte[] payload) {
+        this(id, key, headers, payload, null);
+    }
+
+    private TestMessage(String id, String key, Map<String, String> headers, byte[] payload, String replyTo) {
         this.id = Objects.requireNonNull(id, "id");
         this.key = key;
+        this.replyTo = replyTo;
         Map<String, String> all = new LinkedHashMap<>(headers);
         all.put("message-id", id);
         this.headers = Map.copyOf(all);
@@ -48,12 +54,22 @@ public final class TestMessage implements Message {
     public TestMessage withHeader(String name, String value) {
         Map<String, String> more = new LinkedHashMap<>(headers);
         more.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
-        return new TestMessage(id, key, more, payload);
+        return new TestMessage(id, key, more, payload, replyTo);
     }
 
     /** This message with a broker message key (the pipeline orders by it under {@code ordering: key}). */
     public TestMessage withKey(String messageKey) {
-        return new TestMessage(id, messageKey, headers, payload);
+        return new TestMessage(id, messageKey, headers, payload, replyTo);
+    }
+
+    /** This message as a request whose reply goes to {@code destination} ({@link #replyTo()}). */
+    public TestMessage withReplyTo(String destination) {
+        return new TestMessage(id, key, headers, payload, Objects.requireNonNull(destination, "destination"));
+    }
+
+    @Override
+    public Optional<String> replyTo() {
+        return Optional.ofNullable(replyTo);
     }
 
     /** The message's ID: its idempotency key under the default {@code id} settings, and how reports name it. */

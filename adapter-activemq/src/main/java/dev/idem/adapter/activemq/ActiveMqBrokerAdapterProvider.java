@@ -301,7 +301,9 @@ public final class ActiveMqBrokerAdapterProvider implements BrokerAdapterProvide
             factory.setPassword(config.get(PASSWORD).reveal());
         }
         factory.setRedeliveryPolicy(redeliveryPolicy(config));
-        // The adapter uses no temporary destinations, whose advisories this would watch.
+        // The adapter creates no temporary destinations, whose advisories this would watch. Without the watch the
+        // client also sends to another connection's temporary queue (a request's JMSReplyTo) without checking that
+        // the broker announced it, which a broker that sends no advisories (the embedded one) never does.
         factory.setWatchTopicAdvisories(false);
         ClientProperties.apply(factory, config.get(CLIENT) == null ? Map.of() : config.get(CLIENT), path, problems);
         factory.setAlwaysSyncSend(true);

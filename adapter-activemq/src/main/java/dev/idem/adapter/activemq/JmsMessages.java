@@ -3,6 +3,7 @@ package dev.idem.adapter.activemq;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.InboundMessage;
 import dev.idem.spi.OutboundMessage;
+import dev.idem.spi.ReplyAddress;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.JMSException;
 import jakarta.jms.MapMessage;
@@ -57,8 +58,11 @@ final class JmsMessages {
             headers.put(TYPE_HEADER, m.getJMSType());
         }
         int deliveryCount = m.propertyExists("JMSXDeliveryCount") ? m.getIntProperty("JMSXDeliveryCount") : 0;
-        return new InboundMessage(source, null, m.getStringProperty(GROUP_ID), headers, payload(m),
-                m.getJMSMessageID(), m.getJMSRedelivered(), deliveryCount);
+        String group = m.getStringProperty(GROUP_ID);
+        ReplyAddress replyTo = m.getJMSReplyTo() instanceof ActiveMQDestination to
+                ? ReplyAddress.of(JmsDestination.written(to), m.getJMSCorrelationID()) : null;
+        return new InboundMessage(source, null, group, headers, payload(m), m.getJMSMessageID(),
+                m.getJMSRedelivered(), deliveryCount, group, replyTo);
     }
 
     /**
@@ -184,6 +188,8 @@ final class JmsMessages {
     private static void setHeader(Message m, String name, String value) throws JMSException {
         switch (name) {
             case CORRELATION_ID_HEADER -> m.setJMSCorrelationID(value);
+            case ReplyAddress.CORRELATION_ID_HEADER -> m.setJMSCorrelationID(
+                    new String(ReplyAddress.correlationFromHeader(value), StandardCharsets.UTF_8));
             case TYPE_HEADER -> m.setJMSType(value);
             default -> m.setStringProperty(name, value);
         }

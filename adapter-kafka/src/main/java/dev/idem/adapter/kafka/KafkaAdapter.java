@@ -6,6 +6,7 @@ import dev.idem.spi.BrokerException;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.OutboundMessage;
+import dev.idem.spi.ReplyAddress;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import java.nio.charset.StandardCharsets;
@@ -53,6 +54,9 @@ final class KafkaAdapter implements BrokerAdapter {
 
     /** The header {@link OutboundMessage#messageId()} travels in. */
     static final String MESSAGE_ID_HEADER = "message-id";
+    /** Spring Kafka's request/reply headers ({@code KafkaHeaders.REPLY_TOPIC}, {@code CORRELATION_ID}). */
+    static final String REPLY_TOPIC_HEADER = "kafka_replyTopic";
+    static final String CORRELATION_ID_HEADER = "kafka_correlationId";
 
     private static final Duration HEALTH_TIMEOUT = Duration.ofSeconds(5);
 
@@ -208,7 +212,10 @@ final class KafkaAdapter implements BrokerAdapter {
         Objects.requireNonNull(message, "message");
         RecordHeaders headers = new RecordHeaders();
         message.headers().forEach((name, value) -> {
-            if (!(message.messageId() != null && name.equals(MESSAGE_ID_HEADER))) {
+            if (name.equals(ReplyAddress.CORRELATION_ID_HEADER)) {
+                // A reply: the request's correlation ID, bytes as they came, where ReplyingKafkaTemplate looks.
+                headers.add(CORRELATION_ID_HEADER, ReplyAddress.correlationFromHeader(value));
+            } else if (!(message.messageId() != null && name.equals(MESSAGE_ID_HEADER))) {
                 headers.add(name, utf8(value));
             }
         });
@@ -369,6 +376,23 @@ final class KafkaAdapter implements BrokerAdapter {
 
     static byte[] utf8(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The reply address of a request: Spring Kafka's {@code kafka_replyTopic} header (UTF-8) with its
+     * {@code kafka_correlationId} (bytes); {@code null} without a reply topic.
+     */
+    static ReplyAddress replyAddress(Headers headers) {
+        Header topic = headers.lastHeader(REPLY_TOPIC_HEADER);
+        if (topic == null || topic.value() == null || topic.value().length == 0) {
+            return null;
+        }
+        String name = new String(topic.value(), StandardCharsets.UTF_8);
+        if (name.isBlank()) {
+            return null;
+        }
+        Header correlation = headers.lastHeader(CORRELATION_ID_HEADER);
+        return new ReplyAddress(name, correlation == null ? null : correlation.value());
     }
 
     /** The header map of a delivery, values decoded as UTF-8; for a repeated name the last value wins. */

@@ -41,7 +41,9 @@ final class KafkaDelivery implements Delivery {
         this.message = new InboundMessage(record.topic(), partition.name,
                 record.key() == null ? null : new String(record.key(), StandardCharsets.UTF_8),
                 KafkaAdapter.headers(record.headers()), record.value() == null ? EMPTY : record.value(),
-                partition.name + "-" + record.offset(), deliveries > 1, deliveries);
+                partition.name + "-" + record.offset(), deliveries > 1, deliveries,
+                record.key() == null ? null : new String(record.key(), StandardCharsets.UTF_8),
+                KafkaAdapter.replyAddress(record.headers()));
     }
 
     @Override

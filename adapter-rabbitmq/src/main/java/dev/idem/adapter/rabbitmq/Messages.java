@@ -6,6 +6,7 @@ import com.rabbitmq.client.LongString;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.InboundMessage;
 import dev.idem.spi.OutboundMessage;
+import dev.idem.spi.ReplyAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.HashMap;
@@ -39,8 +40,11 @@ final class Messages {
         }
         String key = headers.getOrDefault(RabbitMqAdapterProvider.KEY_HEADER, envelope.getRoutingKey());
         // The routing key names a route, not an order: RabbitMQ has no per-message ordering key.
+        String replyTo = props.getReplyTo();
+        ReplyAddress reply = replyTo == null || replyTo.isBlank() ? null
+                : ReplyAddress.of(replyTo, props.getCorrelationId());
         return new InboundMessage(queue, null, key, Collections.unmodifiableMap(headers), body, messageId,
-                envelope.isRedeliver(), deliveryCount(amqpHeaders), null);
+                envelope.isRedeliver(), deliveryCount(amqpHeaders), null, reply);
     }
 
     /** {@code x-delivery-count} counts earlier deliveries (quorum queues set it from the first redelivery). */
@@ -62,16 +66,23 @@ final class Messages {
         return String.valueOf(value);
     }
 
+    /**
+     * An outbound message's properties: persistent, its message ID, its headers; a reply's correlation ID
+     * ({@link ReplyAddress#CORRELATION_ID_HEADER}) becomes the {@code correlation_id} property.
+     */
     static AMQP.BasicProperties outbound(OutboundMessage message) {
         Map<String, Object> headers = new LinkedHashMap<>(message.headers());
         if (message.key() != null) {
             headers.put(RabbitMqAdapterProvider.KEY_HEADER, message.key());
         }
+        Object correlation = headers.remove(ReplyAddress.CORRELATION_ID_HEADER);
         String messageId = message.messageId() != null ? message.messageId()
                 : message.headers().getOrDefault(MESSAGE_ID_HEADER, UUID.randomUUID().toString());
         return new AMQP.BasicProperties.Builder()
                 .deliveryMode(PERSISTENT)
                 .messageId(messageId)
+                .correlationId(correlation == null ? null : new String(
+                        ReplyAddress.correlationFromHeader(correlation.toString()), StandardCharsets.UTF_8))
                 .headers(headers)
                 .build();
     }

@@ -9,12 +9,18 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Publishes one message at a time on a dedicated channel in confirm mode, to the default exchange with
- * {@code mandatory}, and returns once the broker confirmed it. Thread-safe: publishes are serialized, as a
- * channel must not interleave them; the channel is opened again after a failure.
+ * {@code mandatory} (except to a direct reply-to pseudo-queue), and returns once the broker confirmed it.
+ * Thread-safe: publishes are serialized, as a channel must not interleave them; the channel is opened again
+ * after a failure.
  */
 final class Publisher implements AutoCloseable {
 
     private static final long CONFIRM_TIMEOUT_MS = 30_000;
+    /**
+     * The pseudo-queues of direct reply-to a requester's {@code reply_to} names: the broker treats a publish to one
+     * as unrouted for {@code mandatory} (it would return every reply it delivers), so replies go without.
+     */
+    private static final String DIRECT_REPLY_TO_PREFIX = "amq.rabbitmq.reply-to.";
 
     private final Connector connector;
     private Channel channel;
@@ -33,7 +39,7 @@ final class Publisher implements AutoCloseable {
         try {
             Channel ch = channel();
             returned = null;
-            ch.basicPublish("", queue, true, props, body);
+            ch.basicPublish("", queue, !queue.startsWith(DIRECT_REPLY_TO_PREFIX), props, body);
             ch.waitForConfirmsOrDie(CONFIRM_TIMEOUT_MS);
         } catch (IOException | TimeoutException | ShutdownSignalException | InterruptedException e) {
             if (e instanceof InterruptedException) {

@@ -219,6 +219,11 @@ public final class PipelineConfig {
         return section.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP);
     }
 
+    /** The largest reply a handler may send, in bytes. */
+    public int replyMaxSize() {
+        return section.get(RuntimeConfigSpecs.REPLY_MAX_SIZE);
+    }
+
     /** For a batch handler, the most messages one call takes. */
     public int batchSize() {
         return section.get(RuntimeConfigSpecs.BATCH_SIZE);

@@ -6,6 +6,7 @@ import dev.idem.runtime.config.PipelineConfig.MissingIdPolicy;
 import dev.idem.runtime.config.PipelineConfig.Ordering;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.ConfigSpec;
+import dev.idem.spi.ReplyStore;
 import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.TransactionalDedupStore;
@@ -289,6 +290,13 @@ public final class RuntimeConfigSpecs {
                     + " run without retry, since running it again would repeat its effect. Record what a re-run needs"
                     + " (a charge's ID), not a whole response.");
 
+    public static final ConfigKey<Integer> REPLY_MAX_SIZE = ConfigKey.integer("reply.max-size")
+            .defaultValue(64 * 1024).atLeast(1).atMost(ReplyStore.MAX_REPLY_BYTES)
+            .doc("The largest reply a handler may send to a request (`HandlerContext.reply`), in bytes: its payload"
+                    + " plus its header names and values in UTF-8. The reply is stored with the request's key, so a"
+                    + " duplicate of the request gets it again; a larger one fails the run with"
+                    + " `IllegalArgumentException`.");
+
     public static final ConfigKey<Integer> BATCH_SIZE = ConfigKey.integer("batch.size").defaultValue(100)
             .atLeast(1).atMost(10_000)
             .doc("A batch handler (`BatchHandler`): the most messages one call takes. Each is claimed, none is a"
@@ -337,6 +345,7 @@ public final class RuntimeConfigSpecs {
             .define(SEQUENCE_RETENTION)
             .define(EMIT_ID_HEADER)
             .define(STEPS_MAX_SIZE)
+            .define(REPLY_MAX_SIZE)
             .define(BATCH_SIZE)
             .define(BATCH_LINGER)
             .build();

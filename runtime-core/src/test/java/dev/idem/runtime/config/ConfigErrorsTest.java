@@ -15,7 +15,7 @@ class ConfigErrorsTest {
 
     private static final String PIPELINE_KEYS = "[source, handler, handler-settings, payload, namespace, missing-id, fingerprint,"
             + " fingerprint-mismatch, ordering, concurrency, max-in-flight, lease, retention, handler-timeout, retry, commit,"
-            + " max-deliveries, dead-letter, transactional, sequence, emit, steps, batch, id, ordering-key]";
+            + " max-deliveries, dead-letter, transactional, sequence, emit, steps, reply, batch, id, ordering-key]";
 
     @Test
     void twoPipelinesOnOneSourceMustShareANamespace() {

@@ -62,6 +62,8 @@ class ConfigPrinterTest {
                       id-header: message-id
                     steps:
                       max-size: 65536
+                    reply:
+                      max-size: 65536
                     batch:
                       size: 100
                       linger: 5ms

@@ -17,6 +17,7 @@ import dev.idem.spi.InboundMessage;
 import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.OutboxStore;
 import dev.idem.spi.SequencedDedupStore;
+import dev.idem.spi.ReplyStore;
 import dev.idem.spi.StepStore;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.PluginException;
@@ -314,7 +315,8 @@ class PluginContextTest {
                 Set.of(TransactionalDedupStore.class), Set.of(InspectableDedupStore.class, TransactionalDedupStore.class),
                 Set.of(SequencedDedupStore.class), Set.of(InspectableDedupStore.class, SequencedDedupStore.class),
                 Set.of(InspectableDedupStore.class, SequencedDedupStore.class, OutboxStore.class),
-                Set.of(StepStore.class), Set.of(InspectableDedupStore.class, SequencedDedupStore.class, StepStore.class))) {
+                Set.of(StepStore.class), Set.of(InspectableDedupStore.class, SequencedDedupStore.class, StepStore.class),
+                Set.of(ReplyStore.class), Set.of(TransactionalDedupStore.class, ReplyStore.class, StepStore.class))) {
             DedupStore store = PluginContext.bind((DedupStore) stub(DedupStore.class, capabilities));
             assertThat(store instanceof InspectableDedupStore).as("inspectable, for %s", capabilities)
                     .isEqualTo(capabilities.contains(InspectableDedupStore.class));
@@ -327,6 +329,8 @@ class PluginContextTest {
                     .isEqualTo(capabilities.contains(OutboxStore.class));
             assertThat(store instanceof StepStore).as("steps, for %s", capabilities)
                     .isEqualTo(capabilities.contains(StepStore.class));
+            assertThat(store instanceof ReplyStore).as("replies, for %s", capabilities)
+                    .isEqualTo(capabilities.contains(ReplyStore.class));
             assertThat(PluginContext.bind(store)).as("binding twice wraps once").isSameAs(store);
             assertThat(PluginContext.unwrap(store)).isNotSameAs(store).isInstanceOf(Proxy.class);
         }
@@ -348,8 +352,8 @@ class PluginContextTest {
             }
         }
         assertThat(capabilities).as("interfaces extending a bound type; teach PluginContext.bind a new one")
-                .containsExactly("InspectableDedupStore", "OutboxStore", "SequencedDedupStore", "StepStore",
-                        "TransactionalDedupStore");
+                .containsExactly("InspectableDedupStore", "OutboxStore", "ReplyStore", "SequencedDedupStore",
+                        "StepStore", "TransactionalDedupStore");
 
         Object store = PluginContext.bind((DedupStore) stub(DedupStore.class,
                 Set.of(InspectableDedupStore.class, TransactionalDedupStore.class)));

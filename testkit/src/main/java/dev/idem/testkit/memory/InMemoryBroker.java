@@ -7,6 +7,7 @@ import dev.idem.spi.Delivery;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.InboundMessage;
 import dev.idem.spi.OutboundMessage;
+import dev.idem.spi.ReplyAddress;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import java.time.Duration;
@@ -70,14 +71,21 @@ public final class InMemoryBroker implements BrokerAdapter {
         final String key;
         final Map<String, String> headers;
         final byte[] payload;
+        /** Where a request asks its reply to go, or {@code null}. */
+        final ReplyAddress replyTo;
         int deliveries;
         long availableAt;
 
         Stored(String id, String key, Map<String, String> headers, byte[] payload) {
+            this(id, key, headers, payload, null);
+        }
+
+        Stored(String id, String key, Map<String, String> headers, byte[] payload, ReplyAddress replyTo) {
             this.id = id;
             this.key = key;
             this.headers = headers;
             this.payload = payload;
+            this.replyTo = replyTo;
         }
     }
 
@@ -98,6 +106,19 @@ public final class InMemoryBroker implements BrokerAdapter {
         }
         String id = message.messageId() != null ? message.messageId() : "mem-" + ids.incrementAndGet();
         enqueue(destination, new Stored(id, message.key(), message.headers(), message.payload()));
+    }
+
+    /**
+     * Publishes a request: {@code message} with a reply address, as an AMQP {@code reply_to} or a JMS
+     * {@code JMSReplyTo} would carry it. A reply published to that destination keeps the correlation ID in its
+     * {@link ReplyAddress#CORRELATION_ID_HEADER} header (Base64), where a real adapter sets the broker's own field.
+     */
+    public void publishRequest(String destination, OutboundMessage message, ReplyAddress replyTo) {
+        if (closed) {
+            throw new BrokerException("The in-memory broker is closed", false);
+        }
+        String id = message.messageId() != null ? message.messageId() : "mem-" + ids.incrementAndGet();
+        enqueue(destination, new Stored(id, message.key(), message.headers(), message.payload(), replyTo));
     }
 
     private void enqueue(String destination, Stored stored) {
@@ -219,7 +240,8 @@ public final class InMemoryBroker implements BrokerAdapter {
     }
 
     private InboundMessage toInbound(String source, Stored s) {
-        return new InboundMessage(source, null, s.key, s.headers, s.payload, s.id, s.deliveries > 1, s.deliveries);
+        return new InboundMessage(source, null, s.key, s.headers, s.payload, s.id, s.deliveries > 1, s.deliveries,
+                s.key, s.replyTo);
     }
 
     private final class MemorySubscription implements Subscription {
@@ -390,7 +412,8 @@ public final class InMemoryBroker implements BrokerAdapter {
                 Map<String, String> headers = new LinkedHashMap<>(stored.headers);
                 headers.putAll(reason.toHeaders());
                 headers.put(DeadLetterReason.ORIGIN_SOURCE, owner.request.source());
-                queue(destination).ready.addLast(new Stored(stored.id, stored.key, Map.copyOf(headers), stored.payload));
+                queue(destination).ready.addLast(new Stored(stored.id, stored.key, Map.copyOf(headers), stored.payload,
+                        stored.replyTo));
             });
         }
     }

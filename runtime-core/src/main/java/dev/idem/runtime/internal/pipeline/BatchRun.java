@@ -142,9 +142,7 @@ final class BatchRun {
                     throw new Reported();
                 }
                 for (Work w : part) {
-                    if (w.run.emitted != null) {
-                        transactional.outbox.append(transaction, s.namespace, w.run.emitted);
-                    }
+                    transactional.writeOutcome(transaction, w);
                 }
             });
         } catch (Exception e) {
@@ -246,8 +244,11 @@ final class BatchRun {
                 Work w = batch.get(i);
                 w.run.end();
                 metrics.handler.record(share, TimeUnit.NANOSECONDS);
-                if (call.failure == null && emissions.get(i) != null) {
-                    w.run.emitted = emissions.get(i).emitted();
+                if (call.failure == null) {
+                    if (emissions.get(i) != null) {
+                        w.run.emitted = emissions.get(i).emitted();
+                    }
+                    w.run.reply = contexts.get(i).replied();
                 }
             }
         }

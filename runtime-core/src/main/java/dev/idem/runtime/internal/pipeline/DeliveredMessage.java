@@ -73,6 +73,11 @@ final class DeliveredMessage implements Message {
     }
 
     @Override
+    public Optional<String> replyTo() {
+        return inbound.replyTo() == null ? Optional.empty() : Optional.of(inbound.replyTo().destination());
+    }
+
+    @Override
     public boolean redelivered() {
         return inbound.redelivered();
     }

@@ -85,6 +85,8 @@ final class Outcomes {
     final Outcome conflictRetried;
     /** Payloads that did not read as the pipeline's {@code payload.*} say: dead-lettered, the handler not run. */
     final Outcome invalidPayload;
+    /** Requests handed back because their reply was not confirmed by the broker (the key completed already). */
+    final Outcome replyFailed;
 
     Outcomes(MeterRegistry registry, String pipeline, OutcomeListener listener) {
         processed = new Outcome(registry, pipeline, "processed", listener);
@@ -103,6 +105,7 @@ final class Outcomes {
         rejected = new Outcome(registry, pipeline, "rejected", listener);
         conflictRetried = new Outcome(registry, pipeline, "conflict-retried", listener);
         invalidPayload = new Outcome(registry, pipeline, "invalid-payload", listener);
+        replyFailed = new Outcome(registry, pipeline, "reply-failed", listener);
     }
 
     /** What a handled work counts as: processed, or rejected when its handler rejected it. */

@@ -151,6 +151,8 @@ public final class Pipeline implements DeliveryListener {
         this.outcomes = new Outcomes(environment.meters(), config.name(), environment.outcomes());
         this.inFlight = new InFlight(config.maxInFlight());
         StoreCalls storeCalls = new StoreCalls(state, store, metrics);
+        state.replies = new Replies(state, store, PluginContext.unwrap(store).getClass().getName(),
+                config.replyMaxSize(), metrics);
         Settlement settle = new Settlement(state, inFlight, outcomes, storeCalls);
         Claims claims = new Claims(state, storeCalls, inFlight, outcomes, settle);
         this.sequences = config.sequence() == null ? null

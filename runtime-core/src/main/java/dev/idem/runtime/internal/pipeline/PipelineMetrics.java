@@ -34,6 +34,7 @@ final class PipelineMetrics {
     static final String SEQUENCE_BLOCKED = "idem.sequence.blocked";
     static final String SEQUENCE_BLOCKED_OVERFLOW = "idem.sequence.blocked.overflow";
     static final String BATCH_SIZE = "idem.batch.size";
+    static final String REPLIES = "idem.replies";
     static final String BATCH_SPLITS = "idem.batch.splits";
 
     /** Messages handlers emitted: published in plain mode, written to the outbox in transactional mode. */
@@ -49,6 +50,10 @@ final class PipelineMetrics {
     final Counter stepsReplayed;
     final Timer steps;
     final Timer recordStep;
+    /** Replies a run sent to its request ({@code idem.replies{from=run}}). */
+    final Counter repliesFromRun;
+    /** Stored replies sent again to a duplicate request ({@code idem.replies{from=store}}). */
+    final Counter repliesFromStore;
     /** Messages per batch handler call; set by {@link #watchBatches}, for a pipeline with a batch handler. */
     DistributionSummary batchSize;
     /** Batches split in halves after their handler threw; set by {@link #watchBatches}. */
@@ -73,6 +78,14 @@ final class PipelineMetrics {
         stepsReplayed = steps(registry, pipeline, "replayed");
         steps = store(registry, pipeline, "steps");
         recordStep = store(registry, pipeline, "record-step");
+        repliesFromRun = replies(registry, pipeline, "run");
+        repliesFromStore = replies(registry, pipeline, "store");
+    }
+
+    private static Counter replies(MeterRegistry registry, String pipeline, String from) {
+        return Counter.builder(REPLIES).description("Replies sent to requests: by the run that handled the request"
+                + " (plain mode; transactional mode's go through the outbox), or the stored reply sent again to a"
+                + " duplicate").tag("pipeline", pipeline).tag("from", from).register(registry);
     }
 
     /**

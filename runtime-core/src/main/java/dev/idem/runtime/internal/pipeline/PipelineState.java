@@ -31,6 +31,9 @@ final class PipelineState {
     /** How payloads are read before each run and what the handler sends is written ({@code payload.*}). */
     final Payloads payloads;
 
+    /** Request/reply; set once by the {@link Pipeline}'s constructor, before any stage runs. */
+    Replies replies;
+
     /** Where plain mode publishes what handlers emit; set by {@link Pipeline#start}, before any delivery. */
     volatile BrokerAdapter adapter;
     volatile Phase phase = Phase.NEW;

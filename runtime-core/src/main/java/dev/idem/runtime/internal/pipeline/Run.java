@@ -1,6 +1,7 @@
 package dev.idem.runtime.internal.pipeline;
 
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.StoredReply;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.List;
@@ -36,6 +37,10 @@ final class Run {
     List<OutboxStore.Emitted> emitted;
     /** The last run rejected the message ({@code RejectedException}): settled as {@code rejected}. */
     boolean rejected;
+    /** What the last successful run replied ({@code context.reply}), or null. */
+    StoredReply reply;
+    /** The reply was written to the outbox with the run's transaction: the outbox relay publishes it. */
+    boolean replyInOutbox;
     /**
      * Inside its transactional run: the transaction holds the key's row, so a renewal would wait on it, and a
      * takeover waits for the transaction's end too.
@@ -52,6 +57,8 @@ final class Run {
         this.runner = Thread.currentThread();
         emitted = null;
         rejected = false;
+        reply = null;
+        replyInOutbox = false;
         state = RUNNING;
     }
 

@@ -2,6 +2,7 @@ package dev.idem.runtime.internal.pipeline;
 
 import dev.idem.api.HandlerContext;
 import dev.idem.runtime.internal.payload.Payloads;
+import dev.idem.spi.StoredReply;
 import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
 import java.time.Duration;
 import java.time.Instant;
@@ -33,10 +34,15 @@ final class RunContext implements HandlerContext {
     private final Steps.Bound steps;
     /** Writes what the handler sends as an object. */
     private final Payloads payloads;
+    /** Checks a reply; {@code null} in a context that cannot reply. */
+    private final Replies replies;
+    private final Work work;
+    /** What the handler replied in this run, or {@code null}. */
+    private StoredReply reply;
 
     RunContext(String pipeline, System.Logger logger, long deadlineNanos, LongSupplier ticker,
             StoreTransaction transaction, Emissions emissions, String cannotEmit, String namespace, String key,
-            Steps.Bound steps, Payloads payloads) {
+            Steps.Bound steps, Payloads payloads, Replies replies, Work work) {
         this.pipeline = pipeline;
         this.logger = logger;
         this.deadlineNanos = deadlineNanos;
@@ -48,6 +54,8 @@ final class RunContext implements HandlerContext {
         this.key = key;
         this.steps = steps;
         this.payloads = payloads;
+        this.replies = replies;
+        this.work = work;
     }
 
     @Override
@@ -81,6 +89,24 @@ final class RunContext implements HandlerContext {
     @Override
     public String send(String destination, String key, Object payload, Map<String, String> headers) {
         return send(destination, key, payloads.encode(payload), headers);
+    }
+
+    @Override
+    public void reply(byte[] payload, Map<String, String> headers) {
+        if (replies == null) {
+            throw new UnsupportedOperationException("this handler context cannot reply");
+        }
+        reply = replies.check(work, payload, headers);
+    }
+
+    @Override
+    public void reply(Object payload) {
+        reply(payload instanceof byte[] bytes ? bytes : payloads.encode(payload), Map.of());
+    }
+
+    /** What the handler replied, or {@code null}. */
+    StoredReply replied() {
+        return reply;
     }
 
     @Override

@@ -69,11 +69,12 @@ abstract class RunStrategy {
         try {
             // Read on the worker, as the run's first step: a payload that does not read throws PayloadException.
             Object payload = s.payloads.prepare(w.message.payload());
-            s.handler.handle(new DeliveredMessage(w.message, w.key, w.attempt(), payload, s.payloads),
-                    contextOf(w, deadline, transaction, emissions));
+            RunContext context = contextOf(w, deadline, transaction, emissions);
+            s.handler.handle(new DeliveredMessage(w.message, w.key, w.attempt(), payload, s.payloads), context);
             if (emissions != null) {
                 w.run.emitted = emissions.emitted();
             }
+            w.run.reply = context.replied();
         } catch (Throwable t) {
             failure = t;
         } finally {
@@ -96,7 +97,7 @@ abstract class RunStrategy {
     /** The handler's context for a run of {@code w} until {@code deadline} (ticker time). */
     RunContext contextOf(Work w, long deadline, StoreTransaction transaction, Emissions emissions) {
         return new RunContext(s.name, s.handlerLogger, deadline, s.ticker, transaction, emissions,
-                emissions == null ? cannotEmit(w) : null, s.namespace, w.key, steps.of(w), s.payloads);
+                emissions == null ? cannotEmit(w) : null, s.namespace, w.key, steps.of(w), s.payloads, s.replies, w);
     }
 
     /** Why a run of {@code w} cannot emit messages, for the handler's error; {@code null} when it can. */

@@ -11,7 +11,7 @@ import org.slf4j.LoggerFactory;
  * retry later, dead-letter, or abandon: release and retry later), that a key's followers share its outcome, that
  * the delivery's outcome is counted, and that what it held in flight is given back. Nothing is acked here before
  * the store recorded the key as completed, except duplicates the store already knows and messages processed
- * unprotected by the user's choice.
+ * unprotected by the user's choice; and no request before its reply was confirmed (see {@link Replies}).
  *
  * <p>A delivery handed back to the broker first leaves its key's queue in the scheduler, through the
  * {@link KeyScheduler.Slot} it carries, so that its redelivery cannot land behind the later messages of its key
@@ -38,6 +38,12 @@ final class Settlement {
      * happens to a work already settled, not even a count.
      */
     void ack(Work w, Outcome outcome) {
+        if (w.message.replyTo() != null && !w.isSettled() && s.replies != null
+                && !s.replies.beforeAck(w, outcome == outcomes.duplicate)) {
+            // The key is completed (with the reply): the redelivery is a duplicate, which sends the stored reply.
+            retryLater(w, StoreCalls.BACKOFF_MIN, outcomes.replyFailed);
+            return;
+        }
         if (!w.markSettled()) {
             return;
         }

@@ -7,6 +7,7 @@ import dev.idem.spi.CompletionRequest;
 import dev.idem.spi.CompletionResult;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ReplyStore;
 import dev.idem.spi.SequenceAdvance;
 import dev.idem.spi.SequencedDedupStore;
 import dev.idem.spi.StepStore;
@@ -160,8 +161,8 @@ final class StoreCalls {
         for (int attempt = 1; ; attempt++) {
             long start = System.nanoTime();
             try {
-                boolean completed = advance == null
-                        ? store.complete(w.storeKey, w.claim.token(), config.retention())
+                boolean completed = w.run.reply != null ? completeWithReply(w, advance)
+                        : advance == null ? store.complete(w.storeKey, w.claim.token(), config.retention())
                         : ((SequencedDedupStore) store).completeAndAdvance(w.storeKey, w.claim.token(),
                                 config.retention(), advance);
                 metrics.complete.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
@@ -187,6 +188,20 @@ final class StoreCalls {
         }
     }
 
+    /** Completes {@code w}'s key with the run's reply, in one atomic step of the {@link ReplyStore}. */
+    private boolean completeWithReply(Work w, SequenceAdvance advance) {
+        ReplyStore replies = (ReplyStore) store;
+        if (advance == null) {
+            return replies.completeWithReply(w.storeKey, w.claim.token(), config.retention(), w.run.reply);
+        }
+        CompletionResult result = replies.completeAll(List.of(new CompletionRequest(w.storeKey, w.claim.token(),
+                config.retention(), advance, w.run.reply))).get(0);
+        if (result instanceof CompletionResult.Failed failed) {
+            throw failed.cause();
+        }
+        return result == CompletionResult.COMPLETED;
+    }
+
     /**
      * Completes a batch in {@code completeAll} calls: each work's answer goes to {@code answered} as soon as the
      * store gave it; the keys whose write failed are asked again with back-off, as {@link #complete} does (for as
@@ -205,7 +220,8 @@ final class StoreCalls {
         for (int attempt = 1; ; attempt++) {
             List<CompletionRequest> requests = new ArrayList<>(remaining.size());
             for (Work w : remaining) {
-                requests.add(new CompletionRequest(w.storeKey, w.claim.token(), config.retention(), advances.apply(w)));
+                requests.add(new CompletionRequest(w.storeKey, w.claim.token(), config.retention(), advances.apply(w),
+                        w.run.reply));
             }
             List<Work> failed = new ArrayList<>();
             long start = System.nanoTime();

@@ -5,7 +5,9 @@ import dev.idem.api.PayloadException;
 import dev.idem.api.RejectedException;
 import dev.idem.spi.OutboxStore;
 import dev.idem.spi.StoreException;
+import dev.idem.spi.StoredReply;
 import dev.idem.spi.TransactionalDedupStore;
+import dev.idem.spi.TransactionalDedupStore.StoreTransaction;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -162,6 +164,8 @@ final class TransactionalRun extends RunStrategy {
                 case COMMITTED -> {
                     if (w.run.emitted != null) {
                         metrics.emitted.increment(w.run.emitted.size());
+                    }
+                    if (w.run.emitted != null || w.run.replyInOutbox) {
                         outboxWritten.run();
                     }
                     settle.ack(w, outcomes.processed);
@@ -214,10 +218,26 @@ final class TransactionalRun extends RunStrategy {
                 handlerFailure[0] = t;
                 throw t instanceof Exception e ? e : new RuntimeException(t);
             }
-            if (w.run.emitted != null) {
-                outbox.append(tx, s.namespace, w.run.emitted);
-            }
+            writeOutcome(tx, w);
         };
+    }
+
+    /**
+     * What a successful run writes beside the handler in its transaction: what it emitted, to the outbox, and its
+     * reply, recorded with the key and, through the outbox, published after the commit.
+     */
+    void writeOutcome(StoreTransaction tx, Work w) {
+        if (w.run.emitted != null) {
+            outbox.append(tx, s.namespace, w.run.emitted);
+        }
+        StoredReply reply = w.run.reply;
+        if (reply != null) {
+            s.replies.store().recordReply(tx, w.storeKey, reply);
+            if (outbox != null) {
+                outbox.append(tx, s.namespace, List.of(s.replies.message(w, reply)));
+                w.run.replyInOutbox = true;
+            }
+        }
     }
 
     /** Runs the handler inside {@code runOnce}; the transaction's outcome lands in {@code outcome[0]}. */
