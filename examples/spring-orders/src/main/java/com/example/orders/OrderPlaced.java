@@ -1,0 +1,5 @@
+package com.example.orders;
+
+/** The message: an order placed, as JSON. */
+public record OrderPlaced(String orderId, String customer, long cents) {
+}
