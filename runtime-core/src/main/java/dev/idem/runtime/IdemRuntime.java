@@ -20,6 +20,7 @@ import dev.idem.spi.ConfigProblem;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.IdExtractor;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.PluginConfig;
 import dev.idem.spi.Secret;
 import dev.idem.spi.StoreContext;
@@ -139,6 +140,23 @@ public final class IdemRuntime implements AutoCloseable {
      *        {@code up}, {@code running}, or what is wrong (credentials in URLs masked)
      */
     public record Health(boolean ready, Map<String, String> checks) {
+    }
+
+    /**
+     * The dedup store, when it offers an operator's view of its keys (the console's key lookup and release); empty
+     * for a store that does not. Calls on it go to the store the pipelines use, while they use it.
+     */
+    public Optional<InspectableDedupStore> inspectableStore() {
+        return store instanceof InspectableDedupStore inspectable ? Optional.of(inspectable) : Optional.empty();
+    }
+
+    /** Each pipeline by name, in configuration order: whether it consumes now. Calls neither broker nor store. */
+    public Map<String, Boolean> pipelinesRunning() {
+        Map<String, Boolean> running = new LinkedHashMap<>();
+        for (Pipeline p : pipelines) {
+            running.put(p.name(), p.running());
+        }
+        return running;
     }
 
     /** Messages handed over to the pipelines and not yet settled, over all pipelines. */

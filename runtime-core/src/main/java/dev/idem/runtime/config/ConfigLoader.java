@@ -9,6 +9,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import dev.idem.runtime.config.PluginSpecs.Kind;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.Secret;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.StringReader;
@@ -146,6 +147,7 @@ public final class ConfigLoader {
         SectionConfig runtime = validator.validate(top.get(RUNTIME), RUNTIME, RuntimeConfigSpecs.RUNTIME);
         if (runtime != null) {
             checkHttpHost(runtime, problems);
+            checkConsole(runtime, problems);
         }
 
         problems.throwIfAny();
@@ -154,7 +156,39 @@ public final class ConfigLoader {
                         runtime.get(RuntimeConfigSpecs.SUMMARY_INTERVAL),
                         runtime.get(RuntimeConfigSpecs.HANDLER_CREATE_TIMEOUT),
                         new RuntimeSettings.Http(runtime.get(RuntimeConfigSpecs.HTTP_ENABLED),
-                                runtime.get(RuntimeConfigSpecs.HTTP_HOST), runtime.get(RuntimeConfigSpecs.HTTP_PORT))));
+                                runtime.get(RuntimeConfigSpecs.HTTP_HOST), runtime.get(RuntimeConfigSpecs.HTTP_PORT)),
+                        new RuntimeSettings.Console(runtime.get(RuntimeConfigSpecs.CONSOLE_ENABLED),
+                                runtime.get(RuntimeConfigSpecs.CONSOLE_TOKEN))));
+    }
+
+    /**
+     * The console is served on the ops port, so it needs that port; off a loopback address anyone who reaches the
+     * port could look at keys, so it needs a token there.
+     */
+    private static void checkConsole(SectionConfig runtime, Problems problems) {
+        if (!runtime.get(RuntimeConfigSpecs.CONSOLE_ENABLED)) {
+            return;
+        }
+        String enabled = RUNTIME + "." + RuntimeConfigSpecs.CONSOLE_ENABLED.name();
+        if (!runtime.get(RuntimeConfigSpecs.HTTP_ENABLED)) {
+            problems.invalid(enabled, "true", "needs the health and metrics port it is served on: set "
+                    + RUNTIME + "." + RuntimeConfigSpecs.HTTP_ENABLED.name() + ": true, or turn the console off");
+            return;
+        }
+        Secret token = runtime.get(RuntimeConfigSpecs.CONSOLE_TOKEN);
+        String tokenPath = RUNTIME + "." + RuntimeConfigSpecs.CONSOLE_TOKEN.name();
+        if (token != null && token.reveal().isBlank()) {
+            problems.invalid(tokenPath, "(blank)", "must not be blank; give it from the environment, e.g."
+                    + " ${IDEM_CONSOLE_TOKEN}, or leave the key out");
+            return;
+        }
+        String host = runtime.get(RuntimeConfigSpecs.HTTP_HOST);
+        if (token == null && !RuntimeSettings.Http.isLoopback(host)) {
+            problems.invalid(enabled, "true", "needs " + tokenPath + " when " + RUNTIME + "."
+                    + RuntimeConfigSpecs.HTTP_HOST.name() + " (" + host + ") is not a loopback address: anyone who"
+                    + " reaches the port could use the console. Set " + tokenPath + ": ${IDEM_CONSOLE_TOKEN}, or bind"
+                    + " the port to 127.0.0.1");
+        }
     }
 
     /**

@@ -7,6 +7,7 @@ import dev.idem.runtime.config.PipelineConfig.Ordering;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.ReplyStore;
+import dev.idem.spi.Secret;
 import dev.idem.spi.StepStore;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.TransactionalDedupStore;
@@ -380,6 +381,17 @@ public final class RuntimeConfigSpecs {
             .atLeast(0).atMost(65535)
             .doc("The health and metrics port; 0 picks a free one (logged at start).");
 
+    public static final ConfigKey<Boolean> CONSOLE_ENABLED = ConfigKey.bool("console.enabled").defaultValue(false)
+            .doc("Whether `idem run` serves the operator's console under /console on the health and metrics port"
+                    + " (`http.*`): pipelines, live figures, key lookup and release, and its JSON API under"
+                    + " /console/api. Off a loopback `http.host` it needs `console.token`.");
+
+    public static final ConfigKey<Secret> CONSOLE_TOKEN = ConfigKey.secret("console.token")
+            .doc("The console's token, best given as ${IDEM_CONSOLE_TOKEN}: sent as `Authorization: Bearer` or"
+                    + " typed into the console's login form. Every page and API call needs it when `http.host` is"
+                    + " not a loopback address; actions (releasing a claim) need it always, so without it the"
+                    + " console only shows.");
+
     /** The keys of the {@code runtime} section. */
     public static final ConfigSpec RUNTIME = ConfigSpec.builder()
             .define(SHUTDOWN_TIMEOUT)
@@ -388,6 +400,8 @@ public final class RuntimeConfigSpecs {
             .define(HTTP_ENABLED)
             .define(HTTP_HOST)
             .define(HTTP_PORT)
+            .define(CONSOLE_ENABLED)
+            .define(CONSOLE_TOKEN)
             .build();
 
     private RuntimeConfigSpecs() {

@@ -118,7 +118,7 @@ class ConfigErrorsTest {
                 "Unknown key store.caffeine.maximum-sise. Did you mean 'maximum-size'? Accepted: [maximum-size]",
                 "Unknown key pipelines.orders.id[0].nme. Did you mean 'name'? Accepted: [name]",
                 "Missing required key pipelines.orders.id[0].name",
-                "Unknown key runtime.shutdown-timout. Did you mean 'shutdown-timeout'? Accepted: [shutdown-timeout, summary-interval, handler-create-timeout, http]");
+                "Unknown key runtime.shutdown-timout. Did you mean 'shutdown-timeout'? Accepted: [shutdown-timeout, summary-interval, handler-create-timeout, http, console]");
     }
 
     @Test
