@@ -153,12 +153,23 @@ final class OpsServer implements AutoCloseable {
 
     /** Starts answering on the bound port. */
     OpsServer serve(IdemRuntime runtime, PrometheusMeterRegistry registry) {
-        return serve(runtime::health, registry::scrape);
+        return serve(runtime::health, registry::scrape, null);
+    }
+
+    /** As {@link #serve(IdemRuntime, PrometheusMeterRegistry)}, with the operator's console under /console. */
+    OpsServer serve(IdemRuntime runtime, PrometheusMeterRegistry registry, Console console) {
+        return serve(runtime::health, registry::scrape, console);
     }
 
     OpsServer serve(Supplier<IdemRuntime.Health> health, Supplier<String> metrics) {
-        QoSHandler workers = new QoSHandler(new Paths(health, metrics));
-        workers.includePath(READY, METRICS);
+        return serve(health, metrics, null);
+    }
+
+    /** @param console the console under {@value Console#PREFIX}, or {@code null} for none */
+    OpsServer serve(Supplier<IdemRuntime.Health> health, Supplier<String> metrics, Console console) {
+        QoSHandler workers = new QoSHandler(new Paths(health, metrics, console));
+        // The console's API calls the store and walks meters too: it shares the probes' workers, never their threads.
+        workers.includePath(READY, METRICS, Console.API + "/*");
         workers.setMaxRequestCount(WORKERS);
         workers.setMaxSuspendedRequestCount(QUEUED);
         workers.setMaxSuspend(Duration.ofMillis(connector.getIdleTimeout()));
@@ -170,6 +181,9 @@ final class OpsServer implements AutoCloseable {
             throw new Main.CommandFailed("Cannot serve health and metrics on " + address() + ": " + e.getMessage());
         }
         log.info("Health and metrics on http://{}/ ({}, {}, {})", address(), LIVE, READY, METRICS);
+        if (console != null) {
+            log.info("Operator's console on http://{}{}/", address(), Console.PREFIX);
+        }
         return this;
     }
 
@@ -192,20 +206,25 @@ final class OpsServer implements AutoCloseable {
         connector.close(); // a port bound and never served is released here
     }
 
-    /** Routes the three paths; anything else is 404, any method but GET and HEAD 405. */
+    /** Routes the three paths (and the console's, when on); anything else is 404, any method but GET and HEAD 405. */
     private static final class Paths extends Handler.Abstract {
         private final Supplier<IdemRuntime.Health> health;
         private final Supplier<String> metrics;
+        private final Console console;
 
-        Paths(Supplier<IdemRuntime.Health> health, Supplier<String> metrics) {
+        Paths(Supplier<IdemRuntime.Health> health, Supplier<String> metrics, Console console) {
             this.health = health;
             this.metrics = metrics;
+            this.console = console;
         }
 
         @Override
         public boolean handle(Request request, Response response, Callback callback) {
             String path = Request.getPathInContext(request);
             String method = request.getMethod();
+            if (console != null && Console.serves(path)) {
+                return console.handle(request, response, callback);
+            }
             if (!PATHS.contains(path)) {
                 return answer(response, callback, 404, "Not found. Served: " + LIVE + ", " + READY + ", " + METRICS);
             }

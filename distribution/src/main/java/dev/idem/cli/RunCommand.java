@@ -60,7 +60,9 @@ final class RunCommand implements Callable<Integer> {
             throw e;
         }
         RuntimeSettings settings = runtime.config().runtime();
-        OpsServer ops = bound.get() == null ? null : bound.get().serve(runtime, registry);
+        OpsServer ops = bound.get() == null ? null : settings.console().enabled()
+                ? bound.get().serve(runtime, registry, Console.of(runtime, settings))
+                : bound.get().serve(runtime, registry);
         CountDownLatch stopped = new CountDownLatch(1);
         ExitGuard.whenExiting(() -> {
             log.info("Stopping: finishing in-flight messages (at most {})", settings.shutdownTimeout());
