@@ -1,6 +1,7 @@
 package dev.idem.spring.boot;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import dev.idem.api.HandlerContext;
@@ -10,11 +11,19 @@ import dev.idem.runtime.Idem;
 import dev.idem.spi.ConfigException;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 
 /** A bad configuration fails the context at startup, with every problem at once, in Idem's words. */
 class ConfigErrorsTest {
@@ -116,6 +125,26 @@ class ConfigErrorsTest {
                     assertThat(analysis.getDescription()).contains("properties under 'idem.'")
                             .contains("pipelines.orders.concurrency");
                 });
+    }
+
+    @SpringBootConfiguration
+    @EnableAutoConfiguration(excludeName = "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration")
+    @Import(OneHandler.class)
+    static class App {
+    }
+
+    @Test
+    @ExtendWith(OutputCaptureExtension.class)
+    void springBootsFailureReportShowsIdemsMessages(CapturedOutput output) {
+        SpringApplicationBuilder app = new SpringApplicationBuilder(App.class).web(WebApplicationType.NONE);
+
+        assertThatThrownBy(() -> app.run("--idem.broker.type=rabbitmq", "--idem.store.type=caffeine",
+                "--idem.pipelines.orders.source=orders", "--idem.pipelines.orders.concurrency=0"))
+                .hasRootCauseInstanceOf(ConfigException.class);
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Idem's configuration, the properties under 'idem.'")
+                .contains("pipelines.orders.concurrency")
+                .contains("Correct the properties named above");
     }
 
     @Test
