@@ -17,6 +17,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.eclipse.jetty.http.HttpCookie;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.io.Content;
@@ -38,7 +41,7 @@ import org.slf4j.LoggerFactory;
  * nosniff}, {@code Referrer-Policy: same-origin} and a {@code Content-Security-Policy} that allows only this origin's
  * scripts, styles and requests, and no framing. Thread-safe.
  */
-final class Console {
+final class Console implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(Console.class);
 
@@ -64,6 +67,8 @@ final class Console {
     private final ConsoleApi api;
     private final ConsoleAccess access;
     private final Map<String, byte[]> cache = new ConcurrentHashMap<>();
+    /** Samples the figures every {@link ConsoleApi#SAMPLE_EVERY} from {@link #start}; {@code null} before. */
+    private ScheduledExecutorService sampler;
 
     Console(ConsoleApi api, ConsoleAccess access) {
         this.api = api;
@@ -75,6 +80,32 @@ final class Console {
         Secret token = settings.console().token();
         return new Console(new ConsoleApi(runtime),
                 new ConsoleAccess(token, settings.http().loopback(), System::nanoTime));
+    }
+
+    /** Starts keeping the last minutes of figures (one daemon thread, {@code idem-console-sampler}). */
+    synchronized void start() {
+        if (sampler != null) {
+            return;
+        }
+        sampler = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "idem-console-sampler");
+            t.setDaemon(true);
+            return t;
+        });
+        sampler.scheduleAtFixedRate(() -> {
+            try {
+                api.sample();
+            } catch (RuntimeException e) {
+                log.debug("The console could not sample the figures", e); // the next sample tries again
+            }
+        }, 0, ConsoleApi.SAMPLE_EVERY.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public synchronized void close() {
+        if (sampler != null) {
+            sampler.shutdownNow();
+        }
     }
 
     static boolean serves(String path) {
@@ -122,6 +153,7 @@ final class Console {
                 case API + "/session" -> json(response, callback, 200, session(proof, sessionId));
                 case API + "/pipelines" -> json(response, callback, 200, api.pipelines());
                 case API + "/metrics" -> json(response, callback, 200, api.metrics());
+                case API + "/history" -> json(response, callback, 200, api.history());
                 case API + "/health" -> json(response, callback, 200, api.health());
                 case API + "/keys" -> json(response, callback, 200, api.key(query.getValue("pipeline"),
                         query.getValue("id")));

@@ -11,7 +11,10 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,8 +45,14 @@ final class ConsoleApi {
         }
     }
 
+    /** How often {@link #sample} is meant to run, and how many samples {@link #history} keeps: 5 minutes. */
+    static final Duration SAMPLE_EVERY = Duration.ofSeconds(2);
+    static final int SAMPLES = 150;
+
     private final IdemRuntime runtime;
     private final MeterRegistry meters;
+    /** The last {@link #SAMPLES} answers of {@link #metrics}, oldest first; guarded by itself. */
+    private final Deque<Map<String, Object>> samples = new ArrayDeque<>();
 
     ConsoleApi(IdemRuntime runtime) {
         this.runtime = runtime;
@@ -119,6 +128,26 @@ final class ConsoleApi {
             answer.put("outbox", o);
         }
         return answer;
+    }
+
+    /** Keeps the figures now for {@link #history}: a page opened later still shows the last minutes. */
+    void sample() {
+        Map<String, Object> now = metrics();
+        synchronized (samples) {
+            samples.addLast(now);
+            while (samples.size() > SAMPLES) {
+                samples.removeFirst();
+            }
+        }
+    }
+
+    /** {@code GET /console/api/history}: the kept samples, oldest first, each as {@link #metrics} answers. */
+    Map<String, Object> history() {
+        List<Object> list;
+        synchronized (samples) {
+            list = new ArrayList<>(samples);
+        }
+        return Map.of("samples", list);
     }
 
     /** {@code GET /console/api/health}: the readiness checks, as {@code /health/ready} makes them. */

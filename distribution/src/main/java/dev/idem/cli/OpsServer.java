@@ -84,6 +84,8 @@ final class OpsServer implements AutoCloseable {
 
     private final Server server;
     private final ServerConnector connector;
+    /** The console served, closed with the port; {@code null} for none. */
+    private volatile Console console;
 
     private OpsServer(Server server, ServerConnector connector) {
         this.server = server;
@@ -174,6 +176,10 @@ final class OpsServer implements AutoCloseable {
         workers.setMaxSuspendedRequestCount(QUEUED);
         workers.setMaxSuspend(Duration.ofMillis(connector.getIdleTimeout()));
         server.setHandler(workers);
+        this.console = console;
+        if (console != null) {
+            console.start();
+        }
         try {
             server.start();
         } catch (Exception e) {
@@ -204,6 +210,9 @@ final class OpsServer implements AutoCloseable {
             log.warn("The health and metrics port did not stop cleanly: {}", e.toString());
         }
         connector.close(); // a port bound and never served is released here
+        if (console != null) {
+            console.close();
+        }
     }
 
     /** Routes the three paths (and the console's, when on); anything else is 404, any method but GET and HEAD 405. */

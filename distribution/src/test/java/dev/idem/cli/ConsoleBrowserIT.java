@@ -30,7 +30,7 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * The console in a real headless Chromium (Debian's {@code chromium} and {@code chromium-driver}, or
  * {@code IDEM_TEST_CHROMIUM} and {@code IDEM_TEST_CHROMEDRIVER}), on a real runtime ({@link ConsoleTest.Served}): the
  * overview's chart takes new points while messages flow, the page loads nothing from elsewhere, a key lookup shows a
- * claim, and a logged-in operator releases it after confirming. Every wait is on a condition. Screenshots of each view
+ * claim, a release without the session's CSRF token is refused, and a logged-in operator releases it after confirming. Every wait is on a condition. Screenshots of each view
  * go to {@code target/console-screenshots/}. Without the browser the test is skipped, or fails with {@code CI=true}.
  */
 class ConsoleBrowserIT {
@@ -109,6 +109,10 @@ class ConsoleBrowserIT {
         browser.findElement(By.id("token")).sendKeys(ConsoleTest.TOKEN);
         browser.findElement(By.id("login")).click();
         wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("session"), "logged in"));
+        Object forged = ((JavascriptExecutor) browser).executeAsyncScript("const done = arguments[0];"
+                + " fetch('/console/api/keys/release', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+                + " body: JSON.stringify({pipeline: 'orders', id: 'stuck-1'})}).then(r => done(r.status));");
+        assertThat(forged).as("the session cookie without the CSRF token").isEqualTo(403L);
         lookUp("stuck-1");
         wait.until(ExpectedConditions.elementToBeClickable(By.id("key-release"))).click();
         wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("confirm")));

@@ -169,6 +169,11 @@ class ConsoleTest {
                     .containsExactly("processed", "duplicate", "stale", "rejected", "retried", "dead-lettered");
         });
 
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(json(get("/console/api/history"))
+                .path("samples")).as("sampled from the start, every 2 s").isNotEmpty()
+                .allSatisfy(sample -> assertThat(sample.path("pipelines").get(0).path("name").asText())
+                        .isEqualTo("orders")));
+
         JsonNode completed = json(get("/console/api/keys?pipeline=orders&id=m-1"));
         assertThat(completed.path("state").asText()).isEqualTo("completed");
         assertThat(completed.path("attempts").asInt()).isEqualTo(1);

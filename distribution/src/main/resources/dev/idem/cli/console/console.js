@@ -278,6 +278,12 @@
       makeCharts(p.name);
     });
     renderPipelines(null);
+    try {
+      // The last minutes the server kept, so that the charts start full rather than empty.
+      (await call("/history")).samples.forEach(record);
+    } catch (e) {
+      status("no history: " + e.message, true);
+    }
     await poll();
     setInterval(poll, INTERVAL_MS);
   }
