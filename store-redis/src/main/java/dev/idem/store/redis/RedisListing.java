@@ -286,12 +286,17 @@ final class RedisListing {
                 throw failures.unexpectedReply(operation, values);
             }
             String id = RedisKeys.text(redisKeys[group[j]], namespacePrefix.length);
+            String given;
+            try {
+                given = RedisRecords.fingerprint(fingerprint);
+            } catch (IllegalArgumentException e) {
+                throw failures.unexpectedReply(operation, values);
+            }
             // A completed key without TTL (only a person can have removed it) is never forgotten.
             Instant expiresAt = left < 0 && kind == COMPLETED ? Instant.MAX : now.plus(left, ChronoUnit.MICROS);
             seen[group[j]] = new ListedKey(new StoreKey(namespace, id), new StoredKey(
                     kind == CLAIMED ? StoredKey.State.CLAIMED : StoredKey.State.COMPLETED, attempts.intValue(),
-                    fingerprint.length == 0 ? null : new String(fingerprint, 1, fingerprint.length - 1,
-                            StandardCharsets.UTF_8), expiresAt));
+                    given, expiresAt));
         }
     }
 

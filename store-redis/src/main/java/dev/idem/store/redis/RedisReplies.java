@@ -14,11 +14,13 @@ import java.util.TreeMap;
  * How a {@link RedisDedupStore} writes the reply stored with a completion ({@link dev.idem.spi.ReplyStore}): a string
  * key of its own, {@link RedisKeys#reply}, on the message key's slot, written by the completion's own script
  * ({@code complete_advance.lua}) with the completion's retention as its TTL, and only for a completion that came with
- * a reply, so a key completed without one costs nothing more. Its value is the completion's token, then this class's
- * encoding of the reply:
+ * a reply, so a key completed without one costs nothing more. Its value is {@code t} and the completion's token in
+ * 8 bytes ({@link RedisRecords#token}), then this class's encoding of the reply:
  * <pre>
- * &lt;token&gt;|&lt;headers length&gt;|&lt;headers&gt;&lt;payload&gt;
+ * t&lt;token, 8 bytes&gt;&lt;headers length&gt;|&lt;headers&gt;&lt;payload&gt;
  * </pre>
+ * (Beside a completed record in the earlier, textual form, {@code D|...}, the reply written with it starts with the
+ * token in decimal and a {@code |}; {@code reply.lua} reads either, by the record's form.)
  * {@code <headers length>} is the decimal length in bytes of {@code <headers>}, which is, for each header in the order
  * of their names, {@code <name length>:<name><value length>:<value>}, lengths in decimal bytes, names and values as
  * UTF-8 ({@link RedisKeys#utf8}, so any Java string comes back as written); the payload's raw bytes follow. The token

@@ -169,38 +169,39 @@ final class RedisWatermarks {
         }
         // A watermark raised by several completions of the batch is one key of the call: its index, from 1.
         Map<ByteBuffer, Integer> watermarkIndex = new HashMap<>();
-        byte[][] args = new byte[1 + 7 * group.length][];
+        byte[][] args = new byte[1 + 8 * group.length][];
         args[0] = RedisDedupStore.ascii(group.length);
         for (int j = 0; j < group.length; j++) {
             int i = group[j];
             CompletionRequest request = requests.get(i);
-            int a = 1 + 7 * j;
+            int a = 1 + 8 * j;
             args[a] = RedisDedupStore.ascii(request.token());
-            args[a + 1] = RedisDedupStore.ascii(RedisDedupStore.millis(request.retention()));
+            args[a + 1] = RedisRecords.token(request.token());
+            args[a + 2] = RedisDedupStore.ascii(RedisDedupStore.millis(request.retention()));
             if (request.reply() == null) {
-                args[a + 5] = NONE;
-                args[a + 6] = NO_REPLY;
+                args[a + 6] = NONE;
+                args[a + 7] = NO_REPLY;
             } else {
                 // A key repeated in the batch adds its reply key again, harmlessly: the script writes a reply only
                 // for a completion done now, never for a retry.
                 scriptKeys.add(replyKeys[i]);
-                args[a + 5] = RedisDedupStore.ascii(scriptKeys.size() - group.length);
-                args[a + 6] = RedisReplies.encode(request.reply());
+                args[a + 6] = RedisDedupStore.ascii(scriptKeys.size() - group.length);
+                args[a + 7] = RedisReplies.encode(request.reply());
             }
             SequenceAdvance advance = request.advance();
             if (advance == null || later[i]) {
-                args[a + 2] = NONE;
                 args[a + 3] = NONE;
                 args[a + 4] = NONE;
+                args[a + 5] = NONE;
                 continue;
             }
             int index = watermarkIndex.computeIfAbsent(ByteBuffer.wrap(watermarkKeys[i]), k -> {
                 scriptKeys.add(watermarkKeys[i]);
                 return scriptKeys.size() - group.length;
             });
-            args[a + 2] = RedisDedupStore.ascii(index);
-            args[a + 3] = RedisDedupStore.ascii(advance.number());
-            args[a + 4] = RedisDedupStore.ascii(RedisDedupStore.millis(advance.retention()));
+            args[a + 3] = RedisDedupStore.ascii(index);
+            args[a + 4] = RedisDedupStore.ascii(advance.number());
+            args[a + 5] = RedisDedupStore.ascii(RedisDedupStore.millis(advance.retention()));
         }
         return COMPLETE_ADVANCE.run(redis, behind, ScriptOutputType.MULTI, scriptKeys.toArray(new byte[0][]), args);
     }

@@ -1,6 +1,8 @@
 -- Claims KEYS[i] for each i, atomically per key and in order, on one reading of the server clock.
--- ARGV, five per key: candidate token, lease (µs), claim retention (ms), fingerprint ('' or '=fp'), and the
--- claim's TTL (ms): the lease rounded up to whole ms plus the claim retention, as write_claim sets it.
+-- ARGV, six per key: candidate token, lease (µs), claim retention (ms), fingerprint as a record holds it ('', '#raw'
+-- or '=text'; see record.lua), the claim's TTL (ms): the lease rounded up to whole ms plus the claim retention, as
+-- write_claim sets it, and the fingerprint as records of earlier versions hold it ('' or '=text'), which a
+-- completed record they left may hold.
 -- Reply: two integers per key, kind and value:
 --   1, attempt                          acquired with the candidate token (fresh or taken over)
 --   2, 1 if the fingerprints match else 0   duplicate (completed)
@@ -11,7 +13,7 @@ local now = now_us()
 -- The lease deadlines of the batch as text, by lease: a batch's leases are nearly always one.
 local deadlines = {}
 
-local function claim(key, token, lease, keep, fingerprint, ttl)
+local function claim(key, token, lease, keep, fingerprint, ttl, fingerprint_text)
   -- A fresh key, the common case, costs this one write; only a key that exists is read.
   local deadline = deadlines[lease]
   if not deadline then
@@ -25,6 +27,7 @@ local function claim(key, token, lease, keep, fingerprint, ttl)
   local held = record(key)
   if held.state == 'D' then
     local matches = fingerprint == '' or held.fingerprint == '' or fingerprint == held.fingerprint
+        or fingerprint_text == held.fingerprint
     return DUPLICATE, matches and 1 or 0
   end
   if held.token == token then
@@ -42,8 +45,8 @@ end
 
 local reply = {}
 for i = 1, #KEYS do
-  local a = (i - 1) * 5
-  local kind, value = claim(KEYS[i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
+  local a = (i - 1) * 6
+  local kind, value = claim(KEYS[i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
   reply[2 * i - 1] = kind
   reply[2 * i] = value
 end

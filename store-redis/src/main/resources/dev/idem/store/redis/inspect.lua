@@ -1,6 +1,6 @@
 -- Reads KEYS[1] as a claim would see it now, for an operator.
 -- Reply: an empty list when absent, or when its claim's lease ran out (kept only for its attempts); else
---   kind (1 claimed, 2 completed), attempts, fingerprint ('' or '=fp'), and µs until the lease ends
+--   kind (1 claimed, 2 completed), attempts, fingerprint as the record holds it ('', '#raw' or '=text'), and µs until the lease ends
 --   (claimed) or until the key is forgotten (completed: its PTTL, in whole ms; negative if it has no TTL).
 local held = record(KEYS[1])
 if not held then

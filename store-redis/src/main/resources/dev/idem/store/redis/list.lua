@@ -1,5 +1,5 @@
 -- Reads each of KEYS as inspect.lua reads one, for an operator's listing or purge, on one reading of the clock.
--- Reply: four values per key: kind, attempts, fingerprint ('' or '=fp'), and µs left, where kind is
+-- Reply: four values per key: kind, attempts, fingerprint as the record holds it ('', '#raw' or '=text'), and µs left, where kind is
 --   0  absent, or a claim whose lease ran out (kept only for its attempts)
 --   1  claimed: µs until the lease ends
 --   2  completed: µs until it is forgotten (its PTTL, in whole ms; negative if it has no TTL)

@@ -7,7 +7,7 @@ if not held or held.state ~= 'D' then
   return {}
 end
 local value = redis.call('GET', KEYS[2])
-local owner = held.token .. '|'
+local owner = reply_owner(held)
 if not value or string.sub(value, 1, #owner) ~= owner then
   return {}
 end

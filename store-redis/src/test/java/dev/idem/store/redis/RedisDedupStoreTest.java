@@ -24,6 +24,7 @@ import dev.idem.testkit.ManualTicker;
 import dev.idem.testkit.TestPluginConfig;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SetArgs;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -101,7 +102,46 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
         assertThat(value).startsWith("C|" + owner.token() + "|1|").endsWith("|300000|=sha256:aa");
 
         assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
-        assertThat(get(name)).isEqualTo("D|" + owner.token() + "|1|0|0|=sha256:aa");
+        assertThat(bytes(name)).isEqualTo(completed(owner.token(), 1, "=sha256:aa"));
+    }
+
+    @Test
+    void completedKeyWithASha256FingerprintHoldsItRawInAValueRedisEmbedsInItsObject() {
+        // What keeps a completed key small (StoreScaleBenchmark): the token in 8 bytes, the fingerprint's 32 raw
+        // bytes, 43 bytes in all, under the 44 that Redis embeds in the key's object (embstr).
+        String fingerprint = RedisEarlierRecordsTest.sha256("payload");
+        StoreKey key = key("order-42");
+        Acquired owner = claim(key, fingerprint);
+        assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
+
+        byte[] name = new RedisKeys(prefix).encode(key);
+        byte[] raw = java.util.Base64.getUrlDecoder().decode(fingerprint);
+        byte[] stored = new byte[33];
+        stored[0] = '#';
+        System.arraycopy(raw, 0, stored, 1, 32);
+        assertThat(keyspace.redis().get(name)).isEqualTo(completed(owner.token(), 1, stored)).hasSize(43);
+        assertThat(keyspace.redis().objectEncoding(name)).isEqualTo("embstr");
+        assertThat(inspectable().inspect(key).orElseThrow().fingerprint()).isEqualTo(fingerprint);
+        assertThat(store().claim(List.of(new ClaimRequest(key, fingerprint, LEASE, CLAIM_RETENTION))))
+                .containsExactly(new Duplicate(true));
+        // The same 32 bytes in a text Base64 would also decode them from (unused low bits set): another fingerprint.
+        String sibling = fingerprint.substring(0, 42) + (char) (fingerprint.charAt(42) + 1);
+        assertThat(java.util.Base64.getUrlDecoder().decode(sibling)).isEqualTo(raw);
+        assertThat(store().claim(List.of(new ClaimRequest(key, sibling, LEASE, CLAIM_RETENTION))))
+                .containsExactly(new Duplicate(false));
+    }
+
+    @Test
+    void fingerprintThatBase64WouldNotWriteBackKeepsItsText() {
+        String fingerprint = RedisEarlierRecordsTest.sha256("payload");
+        String sibling = fingerprint.substring(0, 42) + (char) (fingerprint.charAt(42) + 1);
+        StoreKey key = key("order-43");
+        Acquired owner = claim(key, sibling);
+        assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
+
+        assertThat(keyspace.redis().get(new RedisKeys(prefix).encode(key)))
+                .isEqualTo(completed(owner.token(), 1, "=" + sibling));
+        assertThat(inspectable().inspect(key).orElseThrow().fingerprint()).isEqualTo(sibling);
     }
 
     @Test
@@ -117,9 +157,9 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
                 .containsExactly(CompletionResult.COMPLETED);
 
         String prefixOfNames = prefix + namespace().length() + ":" + namespace() + ":";
-        assertThat(get(prefixOfNames + "single")).isEqualTo("D|" + one.token() + "|1|0|0|=sha256:aa");
-        assertThat(get(prefixOfNames + "batched")).as("starts are not kept once completed")
-                .isEqualTo("D|" + other.token() + "|1|0|0|=sha256:aa");
+        assertThat(bytes(prefixOfNames + "single")).isEqualTo(completed(one.token(), 1, "=sha256:aa"));
+        assertThat(bytes(prefixOfNames + "batched")).as("starts are not kept once completed")
+                .isEqualTo(completed(other.token(), 1, "=sha256:aa"));
         assertThat(keyspace.redis().pttl((prefixOfNames + "batched").getBytes(StandardCharsets.UTF_8)))
                 .isBetween(RETENTION.minusSeconds(5).toMillis(), RETENTION.toMillis());
     }
@@ -148,7 +188,7 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
         assertThat(store().recordStart(key, second.token())).isEqualTo(2);
 
         assertThat(store().complete(key, second.token(), RETENTION)).isTrue();
-        assertThat(get(name)).isEqualTo("D|" + second.token() + "|2|0|0|=7|8|");
+        assertThat(bytes(name)).isEqualTo(completed(second.token(), 2, "=7|8|"));
         assertThat(store().claim(List.of(new ClaimRequest(key, "7|8|", LEASE, CLAIM_RETENTION))))
                 .containsExactly(new Duplicate(true));
         assertThat(store().claim(List.of(new ClaimRequest(key, "1|=7|8|", LEASE, CLAIM_RETENTION))))
@@ -258,7 +298,7 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
         // Lettuce sends a command again after a reconnect if its reply was lost; the claim must not then
         // find itself in the way.
         byte[] name = new RedisKeys(prefix).encode(key("order-1"));
-        byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0], ascii("330000")};
+        byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0], ascii("330000"), new byte[0]};
         byte[] script = LuaScript.named("claim").text();
 
         List<Long> first = keyspace.redis().eval(script, ScriptOutputType.MULTI, new byte[][] {name}, args);
@@ -422,6 +462,21 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
     private static String get(String key) {
         byte[] value = keyspace.redis().get(key.getBytes(StandardCharsets.UTF_8));
         return value == null ? null : new String(value, StandardCharsets.UTF_8);
+    }
+
+    private static byte[] bytes(String key) {
+        return keyspace.redis().get(key.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** A completed record as the store writes it: {@code d}, the token in 8 bytes, attempts, the fingerprint. */
+    static byte[] completed(long token, int attempts, String fingerprint) {
+        return completed(token, attempts, fingerprint.getBytes(StandardCharsets.UTF_8));
+    }
+
+    static byte[] completed(long token, int attempts, byte[] fingerprint) {
+        byte[] count = ascii(Integer.toString(attempts));
+        return ByteBuffer.allocate(9 + count.length + fingerprint.length).put((byte) 'd').putLong(token).put(count)
+                .put(fingerprint).array();
     }
 
     private static byte[] ascii(String text) {

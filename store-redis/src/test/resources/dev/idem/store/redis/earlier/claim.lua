@@ -1,0 +1,50 @@
+-- Claims KEYS[i] for each i, atomically per key and in order, on one reading of the server clock.
+-- ARGV, five per key: candidate token, lease (µs), claim retention (ms), fingerprint ('' or '=fp'), and the
+-- claim's TTL (ms): the lease rounded up to whole ms plus the claim retention, as write_claim sets it.
+-- Reply: two integers per key, kind and value:
+--   1, attempt                          acquired with the candidate token (fresh or taken over)
+--   2, 1 if the fingerprints match else 0   duplicate (completed)
+--   3, µs until the owner's lease ends  in progress
+local ACQUIRED, DUPLICATE, IN_PROGRESS = 1, 2, 3
+local now = now_us()
+
+-- The lease deadlines of the batch as text, by lease: a batch's leases are nearly always one.
+local deadlines = {}
+
+local function claim(key, token, lease, keep, fingerprint, ttl)
+  -- A fresh key, the common case, costs this one write; only a key that exists is read.
+  local deadline = deadlines[lease]
+  if not deadline then
+    deadline = string.format('%d', now + tonumber(lease))
+    deadlines[lease] = deadline
+  end
+  if redis.call('SET', key, 'C|' .. token .. '|1|' .. deadline .. '|' .. keep .. '|' .. fingerprint,
+      'NX', 'PX', ttl) then
+    return ACQUIRED, 1
+  end
+  local held = record(key)
+  if held.state == 'D' then
+    local matches = fingerprint == '' or held.fingerprint == '' or fingerprint == held.fingerprint
+    return DUPLICATE, matches and 1 or 0
+  end
+  if held.token == token then
+    -- This same claim, sent again by the client after a reconnect: it already holds the key.
+    return ACQUIRED, held.attempts
+  end
+  local remaining = held.lease_until - now
+  if remaining > 0 then
+    return IN_PROGRESS, remaining
+  end
+  local attempts = held.attempts + 1
+  write_claim(key, token, attempts, now, tonumber(lease), tonumber(keep), fingerprint, held.starts)
+  return ACQUIRED, attempts
+end
+
+local reply = {}
+for i = 1, #KEYS do
+  local a = (i - 1) * 5
+  local kind, value = claim(KEYS[i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
+  reply[2 * i - 1] = kind
+  reply[2 * i] = value
+end
+return reply
