@@ -66,8 +66,8 @@ import java.util.function.Supplier;
  * fingerprint (claims, {@code inspect}, {@code list}), with the token in binary and a SHA-256 fingerprint raw, in 43
  * bytes: under the 44 that Redis embeds in the value's object ({@code embstr}), one allocation of 64 bytes where the
  * textual record ({@code D|...}, 72 bytes) took an object and a string of 96. {@code StoreScaleBenchmark} measured
- * 237 bytes of {@code used_memory} per completed key before and 192 after (200,000 keys, UUID IDs; README, "Store
- * cost at scale"). Records of both forms
+ * 240 bytes of {@code used_memory} per completed key before and 206 after (200,000 keys, UUID IDs, medians of 3
+ * rounds; README, "Store cost at scale"). Records of both forms
  * live side by side: a store written by an earlier version is read as it is, its claims complete into the new form,
  * and its completed keys stay duplicates until their TTL. Processes of an earlier version do not read the new form:
  * upgrade every process sharing a store together.

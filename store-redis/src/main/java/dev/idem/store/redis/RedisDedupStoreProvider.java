@@ -25,9 +25,10 @@ import java.util.Objects;
  * <h2>What is stored</h2>
  * One Redis string per key, named {@code <key-prefix><namespace length>:<namespace>:<id>} (e.g.
  * {@code idem:8:payments:order-42}; the byte length keeps namespace and id apart whatever they hold),
- * holding a small record (state, fencing token, attempts, lease deadline, recorded starts, fingerprint)
- * and a TTL: a claim lives for its lease plus the claim retention, so that a takeover still sees the
- * attempts and recorded starts; a completed key for its retention. Redis removes expired keys itself; nothing needs purging. Every state
+ * holding a small record and a TTL: a claim (fencing token, attempts, lease deadline, recorded starts, fingerprint)
+ * lives for its lease plus the claim retention, so that a takeover still sees the attempts and recorded starts; a
+ * completed key (its token, attempts and fingerprint only, in 43 bytes with a SHA-256; see {@code RedisDedupStore})
+ * for its retention. Redis removes expired keys itself; nothing needs purging. Every state
  * change is one atomic Lua script, loaded once and called by SHA, and reads the server's clock
  * ({@code TIME}), so consumers on hosts whose clocks differ still agree on leases.
  *

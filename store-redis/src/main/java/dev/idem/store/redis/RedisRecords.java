@@ -94,6 +94,6 @@ final class RedisRecords {
 
     /** Whether {@code value} is a completed record in the form written now ({@code d...}). */
     static boolean compactCompleted(byte[] value) {
-        return value.length > 9 && value[0] == 'd';
+        return value.length > 9 && value[0] == 'd' && value[9] >= '0' && value[9] <= '9';
     }
 }
