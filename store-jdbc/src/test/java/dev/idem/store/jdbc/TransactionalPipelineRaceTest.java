@@ -52,35 +52,13 @@ class TransactionalPipelineRaceTest {
             case "mariadb" -> TestDatabase.mariadb();
             default -> TestDatabase.h2(h2Directory);
         };
-        String business = db.newTable("business");
-        db.jdbi().useHandle(h -> h.execute("CREATE TABLE " + business + " (order_id VARCHAR(64) NOT NULL)"));
-        InMemoryBroker broker = new InMemoryBroker(System::nanoTime, 100);
-        for (String queue : List.of("in-a", "in-b")) {
-            for (int i = 0; i < KEYS; i++) {
-                broker.publish(queue, new OutboundMessage(null, null, Map.of("message-id", "order-" + i),
-                        ("order-" + i).getBytes(StandardCharsets.UTF_8)));
-            }
-        }
+        String business = businessTable(db);
+        InMemoryBroker broker = publishedTwice(KEYS);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        IdemRuntime a = start(db, "in-a", broker, business, meters, group, savepoints);
-        IdemRuntime b = start(db, "in-b", broker, business, meters, group, savepoints);
+        race(broker, start(db, "in-a", broker, business, meters, group, savepoints),
+                start(db, "in-b", broker, business, meters, group, savepoints));
         try {
-            await().atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(200)).until(() ->
-                    broker.depth("in-a") + broker.depth("in-b") + broker.unsettled("in-a") + broker.unsettled("in-b") == 0);
-        } finally {
-            a.stop(Duration.ofSeconds(10));
-            b.stop(Duration.ofSeconds(10));
-        }
-        try {
-            List<String> notOnce = db.jdbi().withHandle(h -> h.createQuery("SELECT order_id FROM " + business
-                    + " GROUP BY order_id HAVING COUNT(*) <> 1").mapTo(String.class).list());
-            int distinct = db.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(DISTINCT order_id) FROM " + business)
-                    .mapTo(Integer.class).one());
-            assertThat(notOnce).as("keys with other than one business row").isEmpty();
-            assertThat(distinct).isEqualTo(KEYS);
-            assertThat(broker.depth("in-a.DLQ") + broker.depth("in-b.DLQ")).as("dead letters").isZero();
-            assertThat(count(meters, "processed")).isEqualTo(KEYS);
-            assertThat(count(meters, "duplicate")).isEqualTo(KEYS);
+            assertOneRowPerKey(db, business, broker, meters, KEYS);
             assertThat(count(meters, "retried")).as("the random failures did happen").isPositive();
         } finally {
             db.dropTables();
@@ -102,15 +80,8 @@ class TransactionalPipelineRaceTest {
             case "mariadb" -> TestDatabase.mariadb();
             default -> TestDatabase.h2(h2Directory);
         };
-        String business = db.newTable("business");
-        db.jdbi().useHandle(h -> h.execute("CREATE TABLE " + business + " (order_id VARCHAR(64) NOT NULL)"));
-        InMemoryBroker broker = new InMemoryBroker(System::nanoTime, 100);
-        for (String queue : List.of("in-a", "in-b")) {
-            for (int i = 0; i < keys; i++) {
-                broker.publish(queue, new OutboundMessage(null, null, Map.of("message-id", "order-" + i),
-                        ("order-" + i).getBytes(StandardCharsets.UTF_8)));
-            }
-        }
+        String business = businessTable(db);
+        InMemoryBroker broker = publishedTwice(keys);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         BatchHandler handler = (messages, context) -> {
             Handle handle = context.transaction(Handle.class).orElseThrow();
@@ -127,25 +98,9 @@ class TransactionalPipelineRaceTest {
                 context.fail(messages.get(dice), new IllegalStateException("random failure of one message (test)"));
             }
         };
-        IdemRuntime a = startBatch(db, "in-a", broker, meters, handler);
-        IdemRuntime b = startBatch(db, "in-b", broker, meters, handler);
+        race(broker, startBatch(db, "in-a", broker, meters, handler), startBatch(db, "in-b", broker, meters, handler));
         try {
-            await().atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(200)).until(() ->
-                    broker.depth("in-a") + broker.depth("in-b") + broker.unsettled("in-a") + broker.unsettled("in-b") == 0);
-        } finally {
-            a.stop(Duration.ofSeconds(10));
-            b.stop(Duration.ofSeconds(10));
-        }
-        try {
-            List<String> notOnce = db.jdbi().withHandle(h -> h.createQuery("SELECT order_id FROM " + business
-                    + " GROUP BY order_id HAVING COUNT(*) <> 1").mapTo(String.class).list());
-            int distinct = db.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(DISTINCT order_id) FROM " + business)
-                    .mapTo(Integer.class).one());
-            assertThat(notOnce).as("keys with other than one business row").isEmpty();
-            assertThat(distinct).isEqualTo(keys);
-            assertThat(broker.depth("in-a.DLQ") + broker.depth("in-b.DLQ")).as("dead letters").isZero();
-            assertThat(count(meters, "processed")).isEqualTo(keys);
-            assertThat(count(meters, "duplicate")).isEqualTo(keys);
+            assertOneRowPerKey(db, business, broker, meters, keys);
             assertThat(count(meters, "retried")).as("the reported failures did happen").isPositive();
             assertThat(meters.find("idem.batch.splits").counters().stream().mapToDouble(Counter::count).sum())
                     .as("the thrown failures did happen").isPositive();
@@ -207,6 +162,50 @@ class TransactionalPipelineRaceTest {
                 .meterRegistry(meters)
                 .handler("payments", handler)
                 .start();
+    }
+
+    /** The business table: one row per run that committed. */
+    private static String businessTable(TestDatabase db) {
+        String business = db.newTable("business");
+        db.jdbi().useHandle(h -> h.execute("CREATE TABLE " + business + " (order_id VARCHAR(64) NOT NULL)"));
+        return business;
+    }
+
+    /** A broker holding every key in both queues, {@code in-a} and {@code in-b}. */
+    private static InMemoryBroker publishedTwice(int keys) {
+        InMemoryBroker broker = new InMemoryBroker(System::nanoTime, 100);
+        for (String queue : List.of("in-a", "in-b")) {
+            for (int i = 0; i < keys; i++) {
+                broker.publish(queue, new OutboundMessage(null, null, Map.of("message-id", "order-" + i),
+                        ("order-" + i).getBytes(StandardCharsets.UTF_8)));
+            }
+        }
+        return broker;
+    }
+
+    /** Lets the two runtimes race until both queues are drained and settled, then stops them. */
+    private static void race(InMemoryBroker broker, IdemRuntime a, IdemRuntime b) {
+        try {
+            await().atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(200)).until(() ->
+                    broker.depth("in-a") + broker.depth("in-b") + broker.unsettled("in-a") + broker.unsettled("in-b") == 0);
+        } finally {
+            a.stop(Duration.ofSeconds(10));
+            b.stop(Duration.ofSeconds(10));
+        }
+    }
+
+    /** Exactly one business row per key, no dead letter, each key processed once and found a duplicate once. */
+    private static void assertOneRowPerKey(TestDatabase db, String business, InMemoryBroker broker,
+            SimpleMeterRegistry meters, int keys) {
+        List<String> notOnce = db.jdbi().withHandle(h -> h.createQuery("SELECT order_id FROM " + business
+                + " GROUP BY order_id HAVING COUNT(*) <> 1").mapTo(String.class).list());
+        int distinct = db.jdbi().withHandle(h -> h.createQuery("SELECT COUNT(DISTINCT order_id) FROM " + business)
+                .mapTo(Integer.class).one());
+        assertThat(notOnce).as("keys with other than one business row").isEmpty();
+        assertThat(distinct).isEqualTo(keys);
+        assertThat(broker.depth("in-a.DLQ") + broker.depth("in-b.DLQ")).as("dead letters").isZero();
+        assertThat(count(meters, "processed")).isEqualTo(keys);
+        assertThat(count(meters, "duplicate")).isEqualTo(keys);
     }
 
     private static IdemRuntime start(TestDatabase db, String source, InMemoryBroker broker, String business,
