@@ -175,13 +175,21 @@ final class PipelineBinder {
                     "must be at least " + CONCURRENCY.name() + " (" + concurrency + ")" + defaultNote(c, MAX_IN_FLIGHT));
             ok = false;
         }
-        if (c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP) > 1 && !c.get(TRANSACTIONAL)) {
+        // The default is no error: it only applies in transactional mode. A value of one's own asks for that mode.
+        int group = c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP);
+        if (group > 1 && group != RuntimeConfigSpecs.TRANSACTIONAL_GROUP.defaultValue() && !c.get(TRANSACTIONAL)) {
             problems.add(path + "." + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name() + " groups the transactions of"
                     + " transactional mode, but " + path + "." + TRANSACTIONAL.name() + " is not true; set "
                     + TRANSACTIONAL.name() + ": true, or remove " + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name());
             ok = false;
         }
-        if (c.get(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS).equals("on-failure")
+        if (c.get(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS).equals("on-failure") && !c.get(TRANSACTIONAL)) {
+            problems.add(path + "." + RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name() + ": on-failure places the"
+                    + " savepoints of grouped transactions, but " + path + "." + TRANSACTIONAL.name() + " is not true;"
+                    + " set " + TRANSACTIONAL.name() + ": true, or remove "
+                    + RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name());
+            ok = false;
+        } else if (c.get(RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS).equals("on-failure")
                 && c.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP) <= 1) {
             problems.add(path + "." + RuntimeConfigSpecs.TRANSACTIONAL_SAVEPOINTS.name() + ": on-failure places the"
                     + " savepoints of grouped transactions, but " + path + "." + RuntimeConfigSpecs.TRANSACTIONAL_GROUP.name()

@@ -219,6 +219,15 @@ public final class PipelineConfig {
         return section.get(RuntimeConfigSpecs.TRANSACTIONAL_GROUP);
     }
 
+    /**
+     * Whether {@code transactional.group} asks for groups of its own: set to a value above 1 other than its default,
+     * which a batch handler (one transaction per batch already) is refused with.
+     */
+    public boolean transactionGroupChosen() {
+        int group = transactionGroup();
+        return group > 1 && group != RuntimeConfigSpecs.TRANSACTIONAL_GROUP.defaultValue();
+    }
+
     /** The largest reply a handler may send, in bytes. */
     public int replyMaxSize() {
         return section.get(RuntimeConfigSpecs.REPLY_MAX_SIZE);

@@ -226,13 +226,18 @@ public final class RuntimeConfigSpecs {
                     + " support it, as the JDBC store does): the handler gets the transaction from its context,"
                     + " and a crash rolls back both, so the effect on that database is exactly once.");
 
-    public static final ConfigKey<Integer> TRANSACTIONAL_GROUP = ConfigKey.integer("transactional.group").defaultValue(1)
-            .atLeast(1).atMost(1000)
-            .doc("Transactional mode: up to this many claimed messages of one dispatch run in one database"
-                    + " transaction, each under a savepoint of its own. A message whose handler fails is rolled back to"
-                    + " its savepoint and retried or dead-lettered alone; the others commit together, then each is"
-                    + " acked. 1 gives each message its own transaction. Written flat beside `transactional: true`"
-                    + " (`transactional.group: 10`).");
+    public static final ConfigKey<Integer> TRANSACTIONAL_GROUP = ConfigKey.integer("transactional.group")
+            .defaultValue(10).atLeast(1).atMost(1000)
+            .doc("Transactional mode: up to this many claimed messages that a worker takes together run in one"
+                    + " database transaction, each under a savepoint of its own. Groups fill only while messages"
+                    + " wait (a worker takes its fair share of the ready keys, never waits for more), so a quiet"
+                    + " pipeline still runs one message per transaction. A message whose handler fails is rolled"
+                    + " back to its savepoint and retried or dead-lettered alone; the others commit together, then"
+                    + " each is acked. A failure of the database itself (a deadlock, a lost connection) or a crash"
+                    + " rolls the whole group back, and its messages run again. 1 gives each message its own"
+                    + " transaction. Plain mode and a batch handler ignore the default and refuse another value. Written"
+                    + " flat beside"
+                    + " `transactional: true` (`transactional.group: 1`).");
 
     public static final ConfigKey<String> TRANSACTIONAL_SAVEPOINTS = enumKey("transactional.savepoints",
             TransactionalDedupStore.Savepoints.PER_MESSAGE)

@@ -237,18 +237,33 @@ class ConfigErrorsTest {
 
     @Test
     void groupedTransactionKeysNeedTransactionalModeAndAGroup() {
-        assertThat(problems(withPipelineKeys("transactional.group: 10"))).containsExactly(
+        assertThat(problems(withPipelineKeys("transactional.group: 20"))).containsExactly(
                 "pipelines.orders.transactional.group groups the transactions of transactional mode, but"
                         + " pipelines.orders.transactional is not true; set transactional: true, or remove"
                         + " transactional.group");
-        assertThat(problems(withPipelineKeys("transactional: true\ntransactional.savepoints: on-failure")))
+        assertThat(problems(withPipelineKeys("transactional.savepoints: on-failure"))).containsExactly(
+                "pipelines.orders.transactional.savepoints: on-failure places the savepoints of grouped transactions,"
+                        + " but pipelines.orders.transactional is not true; set transactional: true, or remove"
+                        + " transactional.savepoints");
+        assertThat(problems(withPipelineKeys(
+                "transactional: true\ntransactional.group: 1\ntransactional.savepoints: on-failure")))
                 .containsExactly("pipelines.orders.transactional.savepoints: on-failure places the savepoints of"
                         + " grouped transactions, but pipelines.orders.transactional.group is 1; set"
                         + " transactional.group above 1 (with transactional: true), or remove transactional.savepoints");
-        assertThat(Configs.load(withPipelineKeys(
-                "transactional: true\ntransactional.group: 10\ntransactional.savepoints: on-failure"))
+        assertThat(Configs.load(withPipelineKeys("transactional: true\ntransactional.savepoints: on-failure"))
                 .pipelines().get("orders").groupSavepoints())
                 .isEqualTo(TransactionalDedupStore.Savepoints.ON_FAILURE);
+    }
+
+    @Test
+    void theDefaultGroupOfTransactionalModeIsNoErrorInPlainMode() {
+        assertThat(Configs.load(withPipelineKeys("transactional: false")).pipelines().get("orders")
+                .transactionGroupChosen()).isFalse();
+        PipelineConfig orders = Configs.load(withPipelineKeys("transactional: true")).pipelines().get("orders");
+        assertThat(orders.transactionGroup()).isEqualTo(10);
+        assertThat(orders.transactionGroupChosen()).isFalse();
+        assertThat(Configs.load(withPipelineKeys("transactional: true\ntransactional.group: 20")).pipelines()
+                .get("orders").transactionGroupChosen()).isTrue();
     }
 
     @Test

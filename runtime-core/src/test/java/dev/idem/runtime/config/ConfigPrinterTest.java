@@ -56,7 +56,7 @@ class ConfigPrinterTest {
                       writers: 3
                     max-deliveries: 5
                     transactional: false
-                    transactional.group: 1
+                    transactional.group: 10
                     transactional.savepoints: per-message
                     emit:
                       id-header: message-id

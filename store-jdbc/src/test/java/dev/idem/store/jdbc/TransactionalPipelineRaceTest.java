@@ -121,13 +121,13 @@ class TransactionalPipelineRaceTest {
                   payments:
                     source: in
                     transactional: true
-                    transactional.group: 10
+                    transactional.group: 20
                 """.formatted(db.url, db.table);
         InMemoryBroker broker = new InMemoryBroker();
         BatchHandler handler = (messages, context) -> { };
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> Idem.builder().configYaml(yaml).env(Map.of())
                         .broker("memory", broker.connect()).handler("payments", handler).start())
-                .hasStackTraceContaining("pipelines.payments.transactional.group is 10, but the handler")
+                .hasStackTraceContaining("pipelines.payments.transactional.group is 20, but the handler")
                 .hasStackTraceContaining("Set batch.size instead");
         broker.close();
     }

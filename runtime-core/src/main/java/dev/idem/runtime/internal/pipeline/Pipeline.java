@@ -193,7 +193,7 @@ public final class Pipeline implements DeliveryListener {
                     + " at a time per aggregate, against its watermark. Use a MessageHandler for sequenced events, or"
                     + " remove the sequence section");
         }
-        if (config.transactionGroup() > 1) {
+        if (config.transactionGroupChosen()) {
             throw new ConfigException(path + ".transactional.group is " + config.transactionGroup() + ", but " + what
                     + ", whose whole batch is one transaction already. Set batch.size instead, and remove"
                     + " transactional.group");
