@@ -31,7 +31,7 @@ import java.util.ServiceLoader;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Transactional mode end to end on PostgreSQL, with {@code transactional.group} 1, 10 and 100: each message's
+ * Transactional mode end to end on PostgreSQL, with {@code transactional.group} 1, its default (10) and 100: each message's
  * handler inserts one business row through the store's transaction, and the key is recorded in that same
  * transaction (grouped: up to N messages per transaction, each under a savepoint). Beside them a batch handler
  * ({@link BatchHandler}, {@code batch.size: 100}, {@code batch.linger: 5ms}) that inserts its whole batch with one
@@ -45,7 +45,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>PostgreSQL at {@code IDEM_BENCH_POSTGRES_URL} (default {@code jdbc:postgresql://127.0.0.1:5432/test}, user
  * postgres). Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaTransactionalBenchmark [messages=100000]
- * [rounds=3]}; {@code -Didem.bench.groups=10,100} runs other group sizes, {@code -Didem.bench.batches=10,100}
+ * [rounds=3]}; {@code -Didem.bench.groups=1,default,10,100} runs other group sizes, {@code -Didem.bench.batches=10,100}
  * other batch sizes ({@code -Didem.bench.batches=} none), {@code -Didem.bench.linger=5ms} another
  * {@code batch.linger},
  * {@code -Didem.bench.savepoints=per-message,on-failure} runs each group above 1 with each
@@ -56,9 +56,12 @@ public final class KafkaTransactionalBenchmark {
 
     private static final int PARTITIONS = 4;
     private static final int DUPLICATE_PERCENT = 10;
-    /** The group sizes to run, {@code -Didem.bench.groups=1,10,100} by default; the first is the reference. */
-    private static final int[] GROUPS = Arrays.stream(System.getProperty("idem.bench.groups", "1,10,100")
-            .split(",")).mapToInt(Integer::parseInt).toArray();
+    /**
+     * The group sizes to run, {@code -Didem.bench.groups=1,default,100} by default; the first is the reference.
+     * {@code default} sets neither {@code transactional.group} nor {@code transactional.savepoints}: transactional mode
+     * as a user gets it without tuning.
+     */
+    private static final String[] GROUPS = System.getProperty("idem.bench.groups", "1,default,100").split(",");
     /** The {@code batch.size} of each batch-handler variant, {@code -Didem.bench.batches=100} by default. */
     private static final int[] BATCHES = Arrays.stream(System.getProperty("idem.bench.batches", "100").split(","))
             .map(String::trim).filter(size -> !size.isEmpty()).mapToInt(Integer::parseInt).toArray();
@@ -92,12 +95,15 @@ public final class KafkaTransactionalBenchmark {
             sides.put("raw", run -> EndToEnd.rate(messages,
                     KafkaEndToEndBenchmark.raw(kafka, topic, messages, distinct, run)));
             List<String> variants = new ArrayList<>();
-            for (int group : GROUPS) {
-                for (String savepoints : group == 1 ? List.of("per-message") : SAVEPOINTS) {
-                    String variant = variant(group, savepoints);
+            for (String group : GROUPS) {
+                boolean defaults = group.trim().equals("default");
+                int size = defaults ? 0 : Integer.parseInt(group.trim());
+                for (String savepoints : size <= 1 ? List.of("per-message") : SAVEPOINTS) {
+                    String variant = defaults ? "defaults" : variant(size, savepoints);
                     variants.add(variant);
-                    String settings = "transactional: true\ntransactional.group: " + group
-                            + (group == 1 ? "" : "\ntransactional.savepoints: " + savepoints)
+                    String settings = "transactional: true"
+                            + (defaults ? "" : "\ntransactional.group: " + size)
+                            + (size <= 1 ? "" : "\ntransactional.savepoints: " + savepoints)
                             + "\nretention: 10m" + EXTRA;
                     sides.put(variant, run -> measure(variant, messages, distinct, runs, (table, business) -> {
                         MessageHandler handler = (message, context) -> {
@@ -108,7 +114,7 @@ public final class KafkaTransactionalBenchmark {
                                 insert.executeUpdate();
                             }
                         };
-                        return KafkaBench.timeIdem(kafka, "tx-" + group + "-" + run, topic, settings, messages,
+                        return KafkaBench.timeIdem(kafka, "tx-" + (defaults ? "default" : size) + "-" + run, topic, settings, messages,
                                 handler, "jdbc", storeSection, store(table));
                     }));
                 }
