@@ -46,7 +46,8 @@ import org.apache.rocketmq.store.exception.ConsumeQueueException;
  * A RocketMQ name server and one broker inside the test JVM (RocketMQ's own {@code NamesrvController} and
  * {@code BrokerController}), on ephemeral ports of 127.0.0.1, with small mapped files in a temporary directory. It
  * starts in two to three seconds but takes 10 to 20 seconds to shut down, so suites share one: {@link #shared()}
- * starts it on first use and a JVM shutdown hook stops it and deletes its data.
+ * starts it on first use and is never shut down; a JVM shutdown hook only deletes its data directory (the JVM's end
+ * stops its threads and closes its sockets and mapped files).
  *
  * <p>Two things a broker in a JVM of its own never meets: {@code rocketmq.remoting.version} must be set before the
  * first remoting command is built (the broker's startup script sets it; a command built without it carries version 0,
@@ -199,7 +200,7 @@ public final class EmbeddedRocketMq implements AutoCloseable {
     public static synchronized EmbeddedRocketMq shared() {
         if (shared == null) {
             EmbeddedRocketMq rocketMq = start();
-            Runtime.getRuntime().addShutdownHook(new Thread(rocketMq::close, "embedded-rocketmq-shutdown"));
+            Runtime.getRuntime().addShutdownHook(new Thread(rocketMq::deleteData, "embedded-rocketmq-cleanup"));
             shared = rocketMq;
         }
         return shared;
@@ -487,6 +488,11 @@ public final class EmbeddedRocketMq implements AutoCloseable {
         }
         broker.shutdown();
         namesrv.shutdown();
+        deleteData();
+    }
+
+    /** Deletes the data directory; files the running broker still maps stay readable to it until the JVM ends. */
+    private void deleteData() {
         try (Stream<Path> files = Files.walk(dir)) {
             files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
         } catch (IOException e) {
