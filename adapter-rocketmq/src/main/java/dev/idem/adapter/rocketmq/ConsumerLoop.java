@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Commits, in two steps: every loop hands the offsets that moved (after the highest contiguous finished message of
  * each queue) to the client's offset store, in memory; every {@code commit-interval} they are written to the broker
- * (one-way, as the client itself does), and on close synchronously. The client writes the offset store's value of a
- * queue when a rebalance takes the queue away, so what was finished is committed then too, and nothing else. The
+ * (one-way, as the client itself does), and on close synchronously, before the thread ends; the consumer is then
+ * shut down in the background ({@link ClientShutdown}). The client writes the offset store's value of a queue when a
+ * rebalance takes the queue away or it shuts down, so what was finished is committed then too, and nothing else. The
  * client's own commit methods that take no offsets are never called: they commit what was polled, not what was
  * finished.
  *
@@ -78,7 +79,7 @@ final class ConsumerLoop {
 
     /**
      * @param instanceName the client instance of this subscription's consumer, unique to it
-     * @param onClosed run on the consumer thread once the consumer is shut down
+     * @param onClosed run on the consumer thread once the last offsets are committed and the consumer's shutdown began
      */
     ConsumerLoop(RocketMqSettings settings, SubscriptionRequest request, Source source, String instanceName,
             Lifecycle lifecycle, SettleQueue settles, QueueTracker tracker, FetchBuffer buffer, Dispatcher dispatcher,
@@ -100,11 +101,19 @@ final class ConsumerLoop {
     }
 
     /**
-     * Subscribes, starts the consumer (it joins its group) and the consumer thread.
+     * Checks that a name server accepts connections, subscribes, starts the consumer (it joins its group) and the
+     * consumer thread.
      *
-     * @throws BrokerException if RocketMQ refuses the group or the subscription; the consumer is shut down then
+     * @throws BrokerException if no name server can be reached within {@code connect-timeout} (retriable), or if
+     *         RocketMQ refuses the group or the subscription; the consumer is shut down then
      */
     void start() {
+        try {
+            NameServerProbe.awaitReachable(settings);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BrokerException("Interrupted while connecting to RocketMQ", true, e);
+        }
         try {
             consumer.subscribe(source.topic(), source.selector());
             consumer.start();
@@ -113,6 +122,7 @@ final class ConsumerLoop {
             throw new BrokerException("Cannot consume '" + request.source() + "' in consumer group '"
                     + settings.group(request.pipeline()) + "': " + RocketMqAdapter.describe(e), false, e);
         }
+        FirstRebalance.hasten(consumer);
         thread.start();
     }
 
@@ -160,12 +170,7 @@ final class ConsumerLoop {
         } catch (RuntimeException | Error e) {
             log.error("RocketMQ consumer of pipeline '{}' stopped", request.pipeline(), e);
         } finally {
-            try {
-                consumer.shutdown();
-            } catch (RuntimeException e) {
-                log.warn("Shutting down the RocketMQ consumer of pipeline '{}' failed: {}", request.pipeline(),
-                        e.getMessage());
-            }
+            ClientShutdown.inBackground("consumer " + consumer.getInstanceName(), consumer::shutdown);
             tracker.forgetAll();
             buffer.clear();
             assignment = Set.of();

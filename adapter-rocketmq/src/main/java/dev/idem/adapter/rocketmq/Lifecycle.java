@@ -2,8 +2,8 @@ package dev.idem.adapter.rocketmq;
 
 /**
  * Where one subscription stands: running, stopped (no new batches are handed over; deliveries already handed over
- * still settle) or closing (the consumer thread commits, shuts the consumer down and ends; settles are ignored).
- * Closing implies stopped.
+ * still settle) or closing (the consumer thread commits, hands the consumer to a background shutdown and ends;
+ * settles are ignored). Closing implies stopped.
  *
  * <p>Thread-safe. Written by whichever thread calls {@link RocketMqSubscription#stop()} or
  * {@link RocketMqSubscription#close()}; read by the consumer thread, the dispatcher thread and the settling threads.

@@ -17,14 +17,15 @@ import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
 
 /**
- * The check, before the adapter's producer or consumers talk to the cluster, that it can be reached at all, so that
- * unreachable name servers give one error naming them instead of the client's route lookups failing quietly every
- * 30 seconds (a consumer of an unreachable cluster just never receives anything).
+ * The checks, before the adapter starts a RocketMQ client (its producer, each subscription's consumer), that the
+ * cluster can be reached at all, so that unreachable name servers give one error naming them within
+ * {@code connect-timeout} instead of the client's route lookups failing quietly every 30 seconds (a consumer of an
+ * unreachable cluster just never receives anything) or its sends waiting out their timeouts.
  *
- * <p>Two steps within {@code connect-timeout}: until a name server accepts a TCP connection (each tried in turn, every
- * address its name resolves to, again and again until the deadline); then the client asks the name servers for the
- * cluster's brokers, which checks that it is a RocketMQ name server speaking the same protocol (TLS or not).
- * Stateless.
+ * <p>{@link #awaitReachable} runs before any client starts: until a name server accepts a TCP connection (each tried
+ * in turn, every address its name resolves to, again and again until the deadline). {@link #awaitDescribed} then asks
+ * the name servers, through a started client, for the cluster's brokers, which checks that it is a RocketMQ name
+ * server speaking the same protocol (TLS or not). Stateless.
  */
 final class NameServerProbe {
 
@@ -38,25 +39,35 @@ final class NameServerProbe {
     }
 
     /**
-     * Returns once a name server described the cluster.
+     * Returns once a name server accepted a TCP connection; starts no client.
      *
-     * @param client the remoting client of a started producer
-     * @throws BrokerException (retriable) if no name server accepted a connection, or none described the cluster in time
+     * @return the {@link System#nanoTime()} deadline of the whole check, {@code connect-timeout} after the start, for
+     *         {@link #awaitDescribed}
+     * @throws BrokerException (retriable) if no name server accepted a connection within {@code connect-timeout}
      */
-    static void check(RocketMqSettings settings, MQClientAPIImpl client) throws InterruptedException {
+    static long awaitReachable(RocketMqSettings settings) throws InterruptedException {
         Duration timeout = settings.connectTimeout();
-        String serversKey = settings.path() + "." + RocketMqAdapterProvider.NAME_SERVER.name();
-        String timeoutKey = settings.path() + "." + RocketMqAdapterProvider.CONNECT_TIMEOUT.name();
         long deadline = System.nanoTime() + timeout.toNanos();
         Map<String, String> failures = awaitConnection(settings.nameServers(), deadline);
         if (failures != null) {
             List<String> each = new ArrayList<>();
             failures.forEach((server, failure) -> each.add(server + ": " + failure));
             throw new BrokerException("Cannot reach RocketMQ: none of the name servers [" + String.join(", ",
-                    failures.keySet()) + "] (" + serversKey + ") accepted a connection within "
-                    + ConfigKey.formatDuration(timeout) + " (" + timeoutKey + "): " + String.join("; ", each)
+                    failures.keySet()) + "] (" + serversKey(settings) + ") accepted a connection within "
+                    + ConfigKey.formatDuration(timeout) + " (" + timeoutKey(settings) + "): " + String.join("; ", each)
                     + ". Check that the name servers run and that the hosts and ports are right", true);
         }
+        return deadline;
+    }
+
+    /**
+     * Returns once a name server described the cluster, by {@code deadline} (or within a second, if it is nearer).
+     *
+     * @param client the remoting client of a started producer
+     * @throws BrokerException (retriable) if none described the cluster in time
+     */
+    static void awaitDescribed(RocketMqSettings settings, MQClientAPIImpl client, long deadline)
+            throws InterruptedException {
         long left = Math.max(MIN_DESCRIBE_MS, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
         try {
             client.getBrokerClusterInfo(left);
@@ -64,11 +75,19 @@ final class NameServerProbe {
             throw e;
         } catch (Exception e) {
             throw new BrokerException("RocketMQ name server [" + String.join(", ", settings.nameServers()) + "] ("
-                    + serversKey + ") accepted a connection but did not describe the cluster within "
-                    + ConfigKey.formatDuration(timeout) + " (" + timeoutKey + "): " + RocketMqAdapter.describe(e)
-                    + ". Check that it is a RocketMQ name server and that " + settings.path() + ".tls matches its"
-                    + " listener", true, e);
+                    + serversKey(settings) + ") accepted a connection but did not describe the cluster within "
+                    + ConfigKey.formatDuration(settings.connectTimeout()) + " (" + timeoutKey(settings) + "): "
+                    + RocketMqAdapter.describe(e) + ". Check that it is a RocketMQ name server and that "
+                    + settings.path() + ".tls matches its listener", true, e);
         }
+    }
+
+    private static String serversKey(RocketMqSettings settings) {
+        return settings.path() + "." + RocketMqAdapterProvider.NAME_SERVER.name();
+    }
+
+    private static String timeoutKey(RocketMqSettings settings) {
+        return settings.path() + "." + RocketMqAdapterProvider.CONNECT_TIMEOUT.name();
     }
 
     /** @return {@code null} once a server accepted a connection, else each server's last failure */

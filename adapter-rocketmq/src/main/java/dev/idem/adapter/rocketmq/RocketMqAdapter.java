@@ -85,7 +85,15 @@ final class RocketMqAdapter implements BrokerAdapter {
         if (closed) {
             throw new BrokerException("The RocketMQ adapter is closed", false);
         }
-        DefaultMQProducer p = settings.producer(instanceName);
+        long deadline;
+        try {
+            deadline = NameServerProbe.awaitReachable(settings);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BrokerException("Interrupted while connecting to RocketMQ", true, e);
+        }
+        // A client instance of each attempt's own: a failed attempt's producer may still be shutting down.
+        DefaultMQProducer p = settings.producer(instanceName + "-" + INSTANCES.incrementAndGet());
         try {
             p.start();
         } catch (MQClientException e) {
@@ -93,14 +101,15 @@ final class RocketMqAdapter implements BrokerAdapter {
                     false, e);
         }
         try {
-            NameServerProbe.check(settings, p.getDefaultMQProducerImpl().getMqClientFactory().getMQClientAPIImpl());
+            NameServerProbe.awaitDescribed(settings,
+                    p.getDefaultMQProducerImpl().getMqClientFactory().getMQClientAPIImpl(), deadline);
             return p;
         } catch (InterruptedException e) {
-            p.shutdown();
+            ClientShutdown.inBackground("producer " + p.getInstanceName(), p::shutdown);
             Thread.currentThread().interrupt();
             throw new BrokerException("Interrupted while connecting to RocketMQ", true, e);
         } catch (RuntimeException e) {
-            p.shutdown();
+            ClientShutdown.inBackground("producer " + p.getInstanceName(), p::shutdown);
             throw e;
         }
     }
@@ -300,7 +309,7 @@ final class RocketMqAdapter implements BrokerAdapter {
         }
         DefaultMQProducer p = producer;
         if (p != null) {
-            p.shutdown();
+            ClientShutdown.inBackground("producer " + p.getInstanceName(), p::shutdown);
         }
     }
 

@@ -23,7 +23,9 @@ import java.util.ServiceLoader;
  * {@code create} connects nothing. The first subscribe, publish or backlog query checks that a name server accepts a
  * connection and answers with its cluster, within {@code connect-timeout}; otherwise it fails once with a
  * {@link BrokerException} naming the name servers and why each could not be reached, instead of the client's
- * endless route lookups. Only then are the producer and the consumers started.
+ * endless route lookups. Only then are the producer and the consumers started; every subscribe checks again that a
+ * name server accepts a connection before its consumer starts. Closing commits synchronously, then leaves the
+ * clients' shutdown (seconds) to a background thread.
  *
  * <h2>Consuming</h2>
  * One consumer group per pipeline ({@code group-prefix} + pipeline name), clustering mode, and one lite pull consumer
@@ -34,7 +36,9 @@ import java.util.ServiceLoader;
  * moves, written to the broker every {@code commit-interval}, and synchronously on close. Acks may come out of
  * order (key ordering, concurrency); a commit never passes a message that was not acknowledged. When a rebalance
  * takes a queue away, the client writes what the offset store holds, i.e. what was finished, and nothing else;
- * later settles of that queue's deliveries are ignored, and its new owner receives them again.
+ * later settles of that queue's deliveries are ignored, and its new owner receives them again. A new consumer owns
+ * its queues about a second after it starts; with the client's system property
+ * {@code rocketmq.client.rebalance.minInterval} below 1000 ms, sooner ({@code FirstRebalance}).
  *
  * <p>Why the lite pull consumer and not the push consumer: a push consumer settles a message by its listener's return
  * on the client's own threads (the pipeline settles later, from its own), and a message it does not consume is sent

@@ -62,7 +62,7 @@ record RocketMqSettings(String path, List<String> nameServers, Duration connectT
     /**
      * The adapter's producer, not started.
      *
-     * @param instanceName the client instance it runs in, unique to the adapter
+     * @param instanceName the client instance it runs in, unique to it (each connection attempt has its own)
      */
     DefaultMQProducer producer(String instanceName) {
         DefaultMQProducer producer = new DefaultMQProducer(PRODUCER_GROUP, rpcHook());

@@ -41,7 +41,8 @@ final class RocketMqSubscription implements Subscription {
 
     /**
      * @param instanceName the client instance of the subscription's consumer, unique to it
-     * @param onClosed called on the consumer thread once its consumer is shut down
+     * @param onClosed called on the consumer thread once its last offsets are committed (its consumer then shuts down
+     *        in the background)
      */
     RocketMqSubscription(RocketMqSettings settings, SubscriptionRequest request, Source source, String instanceName,
             String deadLetterTopic, DeliveryListener listener, RocketMqAdapter adapter,

@@ -127,6 +127,25 @@ class RocketMqAdapterTest {
     }
 
     @Test
+    void closingCommitsWhatIsFinishedBeforeItReturnsAndNothingElse() throws Exception {
+        adapter.close();
+        // No periodic write during the test (the client's own first one comes 10 s after it starts): only closing
+        // commits, and the consumer's shutdown, which would write the offsets too, runs in the background.
+        adapter = RocketMqTestSupport.adapter(RocketMqTestSupport.config().with("commit-interval", "5m"));
+        for (int i = 0; i < 4; i++) {
+            adapter.publish(topic, message("m" + i));
+        }
+        Receiver receiver = new Receiver(topic, null);
+        List<Delivery> received = List.of(receiver.next(), receiver.next(), receiver.next(), receiver.next());
+        received.get(0).ack();
+        received.get(1).ack();
+        received.get(3).ack();
+        receiver.close();
+        assertThat(receiver.committed()).as("m0 and m1 finished, m2 not: committed by the time close returned")
+                .isEqualTo(2);
+    }
+
+    @Test
     void retryLaterSeeksBackAndRedeliversTheRestOfTheQueueWithCounts() throws Exception {
         for (int i = 0; i < 3; i++) {
             adapter.publish(topic, message("m" + i));
