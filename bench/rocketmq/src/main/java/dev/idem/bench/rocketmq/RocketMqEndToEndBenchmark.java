@@ -39,7 +39,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  * by default) repeat the {@code message-id}, key and payload of a message a few positions earlier, as a producer's
  * retry would. Idem settles those as duplicates, the raw consumer skips them, and both count every message.
  *
- * <p>Run (after {@code mvn -q -B -pl bench/rocketmq -am package -DskipTests}):
+ * <p>Run (after {@code mvn -q -B -pl bench/rocketmq -am package -DskipTests -Procketmq-bench-jar}):
  * {@code java -cp bench/rocketmq/target/rocketmq-bench.jar dev.idem.bench.rocketmq.RocketMqEndToEndBenchmark
  * [messages=200000] [rounds=3] [duplicate-percent=10]}
  */
