@@ -199,6 +199,8 @@ class DlqReplayIT {
         Files.createFile(broken);
         idem.env.put(ReplayHandler.BROKEN_ENV, broken.toString());
         idem.env.put(ReplayHandler.PROCESSED_ENV, processed.toString());
+        // The pipeline's group and the replay's reader group have one member each.
+        idem.env.put("JAVA_OPTS", RocketMqProcess.singleConsumerJavaOpts());
         HandlerJar.install(idem, ReplayHandler.class, "replay-handler.jar");
         // One handler run at a time, so the messages are dead-lettered in the order they were sent.
         idem.writeConfig(rocketMq.brokerConfig("dlq-" + run + "-") + """

@@ -38,6 +38,9 @@ final class Installation {
         }
     }
 
+    /** The {@code JAVA_OPTS} of every {@code bin/idem} run, unless {@link #env} gives others. */
+    static final String JAVA_OPTS = "-Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1";
+
     final Path home;
     final Map<String, String> env = new HashMap<>();
     private int runs;
@@ -106,7 +109,7 @@ final class Installation {
         ProcessBuilder pb = new ProcessBuilder(command).directory(home.toFile());
         pb.environment().remove("IDEM_HOME");
         pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
-        pb.environment().put("JAVA_OPTS", "-Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1");
+        pb.environment().put("JAVA_OPTS", JAVA_OPTS);
         pb.environment().putAll(env);
         return pb;
     }

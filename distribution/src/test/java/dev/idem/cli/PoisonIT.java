@@ -135,6 +135,11 @@ class PoisonIT {
         /** Deletes the source and the dead-letter destination. */
         @Override
         void close() throws Exception;
+
+        /** What {@code bin/idem} needs in its environment for this broker. */
+        default Map<String, String> env() {
+            return Map.of();
+        }
     }
 
     /**
@@ -236,9 +241,19 @@ class PoisonIT {
             return "RocketMQ";
         }
 
+        /**
+         * Offsets committed every 100 ms: a poison's crash then redelivers little beyond what was in flight, and the
+         * backlog the test waits on follows the acks closely.
+         */
         @Override
         public String config() {
-            return rocketMq.brokerConfig(groupPrefix);
+            return rocketMq.brokerConfig(groupPrefix) + "    commit-interval: 100ms\n";
+        }
+
+        /** One process in the group: its consumer may own the queues as soon as it starts. */
+        @Override
+        public Map<String, String> env() {
+            return Map.of("JAVA_OPTS", RocketMqProcess.singleConsumerJavaOpts());
         }
 
         @Override
@@ -316,6 +331,7 @@ class PoisonIT {
             idem.env.put(PoisonHandler.RUNS_ENV, runsFile.toString());
             idem.env.put(PoisonHandler.TRANSACTIONAL_ENV, Boolean.toString(transactional));
             idem.env.put(PoisonHandler.WORK_MS_ENV, Integer.toString(WORK_MILLIS));
+            idem.env.putAll(broker.env());
         }
 
         String config() {
