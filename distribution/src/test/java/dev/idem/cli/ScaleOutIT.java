@@ -162,13 +162,17 @@ class ScaleOutIT {
         }
     }
 
-    /** Kills one process every {@code killEvery}, in turn, and restarts it at once, until the stream is sent. */
+    /**
+     * Kills one process every {@code killEvery}, in turn, and restarts it at once, until the stream is sent. The kills
+     * keep a fixed timeline from the first call ({@code killEvery}, twice that, ...), so the time a kill and a restart
+     * take (long on a loaded machine) does not push the later ones back, and the stream's length decides the count.
+     */
     private static void killInTurnWhileTheStreamFlows(IdemCluster cluster, MessageStream stream, Duration killEvery)
             throws InterruptedException {
+        long start = System.nanoTime();
         for (int turn = 0; ; turn++) {
-            long intervalStart = System.nanoTime();
-            cluster.awaitUntil(() -> stream.done().isDone()
-                    || System.nanoTime() - intervalStart >= killEvery.toNanos(), () -> "the next kill",
+            long due = start + (turn + 1) * killEvery.toNanos();
+            cluster.awaitUntil(() -> stream.done().isDone() || System.nanoTime() - due >= 0, () -> "the next kill",
                     killEvery.plusMinutes(1));
             if (stream.done().isDone()) {
                 return;
