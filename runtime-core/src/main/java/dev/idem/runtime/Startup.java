@@ -4,6 +4,7 @@ import dev.idem.api.HandlerLifecycle;
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.config.ConfigLoader;
 import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.config.KeyDigest;
 import dev.idem.runtime.config.PipelineConfig;
 import dev.idem.runtime.config.PluginSection;
 import dev.idem.runtime.config.PluginSpecs;
@@ -150,7 +151,8 @@ final class Startup {
                         p.sequence() == null ? List.of() : extractors(registry, p.sequence().aggregate()),
                         p.sequence() == null ? List.of() : extractors(registry, p.sequence().number()));
                 Pipeline pipeline = new Pipeline(p, handlers.get(p.name()), store, chains, new Pipeline.Environment(
-                        meters, b.outcomeListener, b.ticker, b.openTelemetry, config.broker().type(), outboxWritten));
+                        meters, b.outcomeListener, b.ticker, b.openTelemetry, config.broker().type(), outboxWritten,
+                        config.keyDigest()));
                 BrokerAdapter adapter = broker;
                 PluginContext.call(adapter, () -> {
                     pipeline.start(adapter, scheduler);
@@ -175,6 +177,10 @@ final class Startup {
         }
         log.info("Idem started: broker '{}', store '{}', {} pipeline(s) {}", config.broker().type(),
                 config.store().type(), started.size(), config.pipelines().keySet());
+        if (config.keyDigest() != KeyDigest.NONE) {
+            log.info("The store keeps a {} digest of each key (store.key-digest); logs and dead letters show the keys",
+                    config.keyDigest().configValue());
+        }
         if (relay != null) {
             relay.start();
         }

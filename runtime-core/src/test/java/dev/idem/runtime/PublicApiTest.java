@@ -29,6 +29,7 @@ class PublicApiTest {
             "dev.idem.runtime.config.ConfigLoader",
             "dev.idem.runtime.config.ConfigPrinter",
             "dev.idem.runtime.config.IdemConfig",
+            "dev.idem.runtime.config.KeyDigest",
             "dev.idem.runtime.config.PayloadPolicy",
             "dev.idem.runtime.config.PipelineConfig",
             "dev.idem.runtime.config.PluginSection",

@@ -103,6 +103,11 @@ public final class ConfigDocs {
             List<String[]> rows = new ArrayList<>();
             rows.add(row(section + "." + RuntimeConfigSpecs.TYPE.name(), RuntimeConfigSpecs.TYPE,
                     "the id of an installed " + kind.label()));
+            if (kind == Kind.STORE) {
+                for (ConfigKey<?> key : RuntimeConfigSpecs.STORE.keys()) {
+                    rows.add(row(section + "." + key.name(), key, null));
+                }
+            }
             rows.add(new String[] {code(section + ".<type>"), "section", "", "the keys of the selected " + kind.label(),
                     "The settings of the selected " + kind.label() + ", named after its id. A section named after"
                             + " another " + kind.label() + " is an error."});

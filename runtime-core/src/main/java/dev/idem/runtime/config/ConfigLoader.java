@@ -9,6 +9,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import dev.idem.runtime.config.PluginSpecs.Kind;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.ConfigSpec;
 import dev.idem.spi.Secret;
 import java.io.IOException;
 import java.io.InputStream;
@@ -140,8 +141,10 @@ public final class ConfigLoader {
         EnvResolver resolver = new EnvResolver(env, problems);
         SectionValidator validator = new SectionValidator(resolver, problems);
         PluginSelector selector = new PluginSelector(plugins, validator, resolver, problems);
-        PluginSection broker = selector.selectSection(top.get(BROKER), BROKER, Kind.BROKER);
-        PluginSection store = selector.selectSection(top.get(STORE), STORE, Kind.STORE);
+        PluginSection broker = selector.selectSection(top.get(BROKER), BROKER, Kind.BROKER, ConfigSpec.empty());
+        PluginSection store = selector.selectSection(top.get(STORE), STORE, Kind.STORE, RuntimeConfigSpecs.STORE);
+        SectionConfig storeOwn = validator.validate(own(top.get(STORE), RuntimeConfigSpecs.STORE), STORE,
+                RuntimeConfigSpecs.STORE);
         Map<String, PipelineConfig> pipelines =
                 new PipelineBinder(validator, selector, problems).bindAll(top.get(PIPELINES), PIPELINES);
         SectionConfig runtime = validator.validate(top.get(RUNTIME), RUNTIME, RuntimeConfigSpecs.RUNTIME);
@@ -151,7 +154,8 @@ public final class ConfigLoader {
         }
 
         problems.throwIfAny();
-        return new IdemConfig(broker, store, pipelines,
+        KeyDigest keyDigest = RuntimeConfigSpecs.enumValue(KeyDigest.class, storeOwn.get(RuntimeConfigSpecs.KEY_DIGEST));
+        return new IdemConfig(broker, store, keyDigest, pipelines,
                 new RuntimeSettings(runtime.get(RuntimeConfigSpecs.SHUTDOWN_TIMEOUT),
                         runtime.get(RuntimeConfigSpecs.SUMMARY_INTERVAL),
                         runtime.get(RuntimeConfigSpecs.HANDLER_CREATE_TIMEOUT),
@@ -159,6 +163,20 @@ public final class ConfigLoader {
                                 runtime.get(RuntimeConfigSpecs.HTTP_HOST), runtime.get(RuntimeConfigSpecs.HTTP_PORT)),
                         new RuntimeSettings.Console(runtime.get(RuntimeConfigSpecs.CONSOLE_ENABLED),
                                 runtime.get(RuntimeConfigSpecs.CONSOLE_TOKEN))));
+    }
+
+    /** The runtime's own keys of a plugin section such as {@code store}; the selector checks the rest. */
+    private static Map<Object, Object> own(Object section, ConfigSpec spec) {
+        if (!(section instanceof Map<?, ?> map)) {
+            return null;
+        }
+        Map<Object, Object> out = new LinkedHashMap<>();
+        map.forEach((k, v) -> {
+            if (spec.names().contains(String.valueOf(k))) {
+                out.put(k, v);
+            }
+        });
+        return out;
     }
 
     /**

@@ -39,7 +39,12 @@ public final class ConfigPrinter {
     public static String print(IdemConfig config) {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put(ConfigLoader.BROKER, pluginSection(config.broker()));
-        root.put(ConfigLoader.STORE, pluginSection(config.store()));
+        Map<String, Object> store = pluginSection(config.store());
+        Map<String, Object> storeOut = new LinkedHashMap<>();
+        storeOut.put(RuntimeConfigSpecs.TYPE.name(), config.store().type());
+        storeOut.put(RuntimeConfigSpecs.KEY_DIGEST.name(), config.keyDigest().configValue());
+        storeOut.putAll(store);
+        root.put(ConfigLoader.STORE, storeOut);
         Map<String, Object> pipelines = new LinkedHashMap<>();
         config.pipelines().forEach((name, p) -> pipelines.put(name, pipeline(p)));
         root.put(ConfigLoader.PIPELINES, pipelines);

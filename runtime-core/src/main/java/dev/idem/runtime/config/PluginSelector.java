@@ -36,11 +36,12 @@ final class PluginSelector {
     }
 
     /**
-     * Validates {@code broker} or {@code store}: {@code {type: redis, redis: {...}}}.
+     * Validates {@code broker} or {@code store}: {@code {type: redis, redis: {...}}}, leaving the runtime's own keys
+     * of the section ({@code own}, such as {@code store.key-digest}) to the caller.
      *
      * @return the selection, or {@code null} when anything in it was wrong (reported)
      */
-    PluginSection selectSection(Object raw, String path, Kind kind) {
+    PluginSection selectSection(Object raw, String path, Kind kind, ConfigSpec own) {
         if (raw == null) {
             problems.missing(path + "." + TYPE.name(), "the " + kind.label() + " to use. Available: " + plugins.ids(kind));
             return null;
@@ -54,7 +55,7 @@ final class PluginSelector {
         Object typed = section.get(TYPE.name());
         for (Object k : section.keySet()) {
             String key = String.valueOf(k);
-            if (key.equals(TYPE.name()) || selected != null && key.equals(selected.id())) {
+            if (key.equals(TYPE.name()) || own.names().contains(key) || selected != null && key.equals(selected.id())) {
                 continue;
             }
             if (selected == null && (key.equals(typed) || plugins.ids(kind).contains(key))) {
@@ -65,6 +66,7 @@ final class PluginSelector {
                         + "'. Remove it, or set " + path + ".type: " + key);
             } else {
                 List<String> accepted = new ArrayList<>(List.of(TYPE.name()));
+                accepted.addAll(own.names());
                 if (selected != null) {
                     accepted.add(selected.id());
                 } else {

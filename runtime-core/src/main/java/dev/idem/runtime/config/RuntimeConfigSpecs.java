@@ -54,6 +54,29 @@ public final class RuntimeConfigSpecs {
     public static final ConfigKey<String> TYPE = ConfigKey.string("type").required()
             .doc("The id of the plugin to use; its settings go in the section named after that id.");
 
+    /** What the store keeps of each key: {@code store.key-digest}, beside {@code store.type}. */
+    public static final ConfigKey<String> KEY_DIGEST = enumKey("key-digest", KeyDigest.NONE)
+            .doc("What the dedup store keeps of each message's idempotency key (and of each aggregate ID of the"
+                    + " sequence guard): `none`, the key itself (up to 512 bytes); `sha256-128`, the first 128 bits"
+                    + " of the SHA-256 of its UTF-8 as 22 characters of unpadded base64url, whatever its length,"
+                    + " which saves store memory for UUIDs (36 characters) and long composite keys. Every store"
+                    + " gets it, and `idem store` and the console apply it to the ID you type; logs, metrics,"
+                    + " spans, dead-letter headers, emitted IDs and the handler keep the real key. Two distinct"
+                    + " keys with the same digest are one key to the store, so the second message is taken for a"
+                    + " duplicate (skipped, or dead-lettered as `fingerprint-mismatch` when its payload differs"
+                    + " under the default `fingerprint`). For n keys alive at once the chance of any such"
+                    + " collision is about n^2 / 2^129: 1.5e-23 for 10^8 keys, 1.5e-21 for 10^9, 1.5e-19 for"
+                    + " 10^10, 1.5e-15 for 10^12 (someone who picks the IDs needs about 2^64 SHA-256 runs to make"
+                    + " two collide). Choose it before the store first holds keys: a store's keys are found only"
+                    + " under the setting they were written with, so switching it on or off forgets every key"
+                    + " held, and a message delivered again after the switch runs again (the keys of before"
+                    + " expire with their retention). Every pipeline of the runtime uses it.");
+
+    /** The runtime's own keys of the {@code store} section, beside {@code type} and the store's section. */
+    public static final ConfigSpec STORE = ConfigSpec.builder()
+            .define(KEY_DIGEST)
+            .build();
+
     /** The name of the pipeline key that lists ID extractors. */
     public static final String ID = "id";
 

@@ -188,7 +188,30 @@ class ConfigErrorsTest {
         String yaml = MINIMAL.replace("type: caffeine", "type: caffeine\n  cafeine:\n    maximum-size: 1");
 
         assertThat(problems(yaml)).containsExactly(
-                "Unknown key store.cafeine. Did you mean 'caffeine'? Accepted: [type, caffeine]");
+                "Unknown key store.cafeine. Did you mean 'caffeine'? Accepted: [type, key-digest, caffeine]");
+    }
+
+    @Test
+    void keyDigestNamesTheValueAndTheAcceptedOnes() {
+        String yaml = MINIMAL.replace("type: caffeine", "type: caffeine\n  key-digest: md5");
+
+        assertThat(problems(yaml)).containsExactly(
+                "Invalid value 'md5' for store.key-digest: must be one of [none, sha256-128]");
+    }
+
+    @Test
+    void keyDigestMisspeltGetsASuggestion() {
+        String yaml = MINIMAL.replace("type: caffeine", "type: caffeine\n  key-digets: sha256-128");
+
+        assertThat(problems(yaml)).containsExactly(
+                "Unknown key store.key-digets. Did you mean 'key-digest'? Accepted: [type, key-digest, caffeine]");
+    }
+
+    @Test
+    void keyDigestBelongsToTheStoreNotTheBroker() {
+        String yaml = MINIMAL.replace("type: activemq", "type: activemq\n  key-digest: sha256-128");
+
+        assertThat(problems(yaml)).singleElement().asString().startsWith("Unknown key broker.key-digest.");
     }
 
     @Test

@@ -47,6 +47,17 @@ class ConfigLoaderTest {
         assertThat(p.maxDeliveries()).isEqualTo(5);
         assertThat(p.deadLetter()).isNull();
         assertThat(config.runtime().shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
+        assertThat(config.keyDigest()).isEqualTo(KeyDigest.NONE);
+    }
+
+    @Test
+    void keyDigestIsReadBesideTheStoresTypeAndLeavesTheStoresSectionAlone() {
+        IdemConfig config = load(MINIMAL.replace("type: caffeine",
+                "type: caffeine\n  key-digest: sha256-128\n  caffeine:\n    maximum-size: 5"));
+
+        assertThat(config.keyDigest()).isEqualTo(KeyDigest.SHA256_128);
+        assertThat(config.store().type()).isEqualTo("caffeine");
+        assertThat(config.store().config().get(FakePlugins.CAFFEINE_MAX)).isEqualTo(5L);
     }
 
     @Test

@@ -25,6 +25,7 @@ class ConfigPrinterTest {
                     client: {}
                 store:
                   type: caffeine
+                  key-digest: none
                   caffeine:
                     maximum-size: 100000
                 pipelines:

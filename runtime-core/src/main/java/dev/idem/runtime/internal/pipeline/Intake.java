@@ -3,7 +3,6 @@ package dev.idem.runtime.internal.pipeline;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Delivery;
-import dev.idem.spi.StoreKey;
 import java.time.Duration;
 import dev.idem.runtime.config.PipelineConfig.FingerprintMode;
 import java.util.ArrayList;
@@ -114,7 +113,7 @@ final class Intake {
                 }
             }
             if (w.key != null) {
-                w.storeKey = new StoreKey(s.namespace, w.key);
+                w.storeKey = s.storeKey(w.key);
                 w.fingerprint = fingerprinting ? Fingerprints.sha256(w.message.payload()) : null;
                 if (firstCopies != null) {
                     Work first = firstCopies.putIfAbsent(w.key, w);
@@ -145,7 +144,7 @@ final class Intake {
         for (Work w : works) {
             if (w.dispatched) {
                 s.tracing.event(w, w.claim.held() ? "claimed" : "dispatched");
-                w.orderKey = w.aggregate != null ? w.aggregate.id() : orderKeys.of(w);
+                w.orderKey = w.aggregate != null ? w.aggregateId : orderKeys.of(w);
                 runnable.add(w);
             }
         }

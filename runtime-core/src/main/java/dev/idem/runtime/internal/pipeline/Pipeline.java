@@ -3,6 +3,7 @@ package dev.idem.runtime.internal.pipeline;
 import dev.idem.api.BatchHandler;
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.OutcomeListener;
+import dev.idem.runtime.config.KeyDigest;
 import dev.idem.runtime.config.PipelineConfig;
 import dev.idem.runtime.internal.pipeline.PipelineState.Phase;
 import dev.idem.runtime.internal.plugin.PluginContext;
@@ -89,12 +90,14 @@ public final class Pipeline implements DeliveryListener {
      * @param openTelemetry traces each delivery; {@code null} for none
      * @param brokerType the broker's id, for the spans' {@code messaging.system}
      * @param outboxWritten called after a transactional run that wrote to the outbox committed (wakes the relay)
+     * @param keyDigest what the store keeps of each key ({@code store.key-digest})
      */
     public record Environment(MeterRegistry meters, OutcomeListener outcomes, LongSupplier ticker,
-            OpenTelemetry openTelemetry, String brokerType, Runnable outboxWritten) {
+            OpenTelemetry openTelemetry, String brokerType, Runnable outboxWritten, KeyDigest keyDigest) {
         public Environment {
             Objects.requireNonNull(meters, "meters");
             Objects.requireNonNull(ticker, "ticker");
+            Objects.requireNonNull(keyDigest, "keyDigest");
             outboxWritten = outboxWritten == null ? () -> { } : outboxWritten;
         }
     }
@@ -146,7 +149,8 @@ public final class Pipeline implements DeliveryListener {
             requireBatchable(config, handler, transactionalStore);
         }
         this.state = new PipelineState(config, handler, environment.ticker(),
-                MessageTracing.of(environment.openTelemetry(), environment.brokerType(), config.name()));
+                MessageTracing.of(environment.openTelemetry(), environment.brokerType(), config.name()),
+                environment.keyDigest());
         this.metrics = new PipelineMetrics(environment.meters(), config.name());
         this.outcomes = new Outcomes(environment.meters(), config.name(), environment.outcomes());
         this.inFlight = new InFlight(config.maxInFlight());

@@ -1,10 +1,12 @@
 package dev.idem.runtime.internal.pipeline;
 
 import dev.idem.api.MessageHandler;
+import dev.idem.runtime.config.KeyDigest;
 import dev.idem.runtime.config.PipelineConfig;
 import dev.idem.runtime.internal.payload.Payloads;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.SequenceAdvance;
+import dev.idem.spi.StoreKey;
 import java.util.function.LongSupplier;
 
 /**
@@ -22,6 +24,8 @@ final class PipelineState {
     final String name;
     /** The scope of its keys in the store ({@code namespace}, by default the name). */
     final String namespace;
+    /** What the store keeps of a key or aggregate ID ({@code store.key-digest}); see {@link #storeKey}. */
+    final KeyDigest keyDigest;
     final MessageHandler handler;
     final LongSupplier ticker;
     /** The handler's {@code context.logger()}: SLF4J logger {@code idem.handler.<name>}. */
@@ -38,15 +42,22 @@ final class PipelineState {
     volatile BrokerAdapter adapter;
     volatile Phase phase = Phase.NEW;
 
-    PipelineState(PipelineConfig config, MessageHandler handler, LongSupplier ticker, MessageTracing tracing) {
+    PipelineState(PipelineConfig config, MessageHandler handler, LongSupplier ticker, MessageTracing tracing,
+            KeyDigest keyDigest) {
         this.config = config;
         this.name = config.name();
         this.namespace = config.namespace();
+        this.keyDigest = keyDigest;
         this.handler = handler;
         this.ticker = ticker;
         this.tracing = tracing;
         this.handlerLogger = HandlerLogger.of(config.name());
         this.payloads = Payloads.of(config, handler);
+    }
+
+    /** The key the store holds for a message key or aggregate ID: the only place the digest is applied. */
+    StoreKey storeKey(String id) {
+        return new StoreKey(namespace, keyDigest.apply(id));
     }
 
     /** The watermark a sequenced work's completion raises; {@code null} without the sequence guard. */

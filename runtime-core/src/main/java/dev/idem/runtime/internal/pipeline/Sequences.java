@@ -121,7 +121,8 @@ final class Sequences {
                     + " to " + Long.MAX_VALUE);
             return;
         }
-        w.aggregate = new StoreKey(s.namespace, aggregate);
+        w.aggregateId = aggregate;
+        w.aggregate = s.storeKey(aggregate);
         w.sequenceNumber = n;
     }
 
@@ -177,7 +178,7 @@ final class Sequences {
             return Step.HANDED_BACK;
         }
         long watermark = read;
-        passed(w.aggregate, watermark);
+        passed(w, watermark);
         if (w.sequenceNumber <= watermark) {
             stale(w, watermark);
             if (w.claim.held() && !settle.release(w)) {
@@ -188,7 +189,7 @@ final class Sequences {
         }
         if (w.sequenceNumber == watermark + 1 || policy.gaps() == SequencePolicy.Gaps.ACCEPT) {
             // It runs: its completion raises the watermark to its number.
-            passed(w.aggregate, w.sequenceNumber);
+            passed(w, w.sequenceNumber);
             return null;
         }
         return gap(w, watermark);
@@ -197,7 +198,7 @@ final class Sequences {
     /** Logs a stale event; the caller settles it as {@code stale}. */
     void stale(Work w, long watermark) {
         log.debug("Pipeline '{}': {} is stale: sequence number {} of aggregate '{}', whose watermark is {}", s.name,
-                w.describe(), w.sequenceNumber, LogSafe.text(w.aggregate.id()), watermark);
+                w.describe(), w.sequenceNumber, LogSafe.text(w.aggregateId), watermark);
     }
 
     /**
@@ -223,7 +224,7 @@ final class Sequences {
                 settle.retryLater(w, StoreCalls.BACKOFF_MAX, outcomes.storeUnavailable);
                 return Step.HANDED_BACK;
             }
-            passed(w.aggregate, read);
+            passed(w, read);
             if (read >= w.sequenceNumber - 1) {
                 // The gap closed since the transaction saw it: run again, the transaction runs it or finds it stale.
                 return Step.park(0);
@@ -232,7 +233,7 @@ final class Sequences {
         }
         String missing = watermark + 1 == w.sequenceNumber - 1 ? "number " + (watermark + 1)
                 : "numbers " + (watermark + 1) + " to " + (w.sequenceNumber - 1);
-        String detail = "event " + w.sequenceNumber + " of aggregate '" + LogSafe.text(w.aggregate.id())
+        String detail = "event " + w.sequenceNumber + " of aggregate '" + LogSafe.text(w.aggregateId)
                 + "' waited " + ConfigKey.formatDuration(policy.gapTimeout()) + " (sequence.gap-timeout) for " + missing
                 + ", which did not come";
         log.warn("Pipeline '{}': dead-lettering {}: {}", s.name, w.describe(), detail);
@@ -251,7 +252,7 @@ final class Sequences {
         if (w.gapDeadline != 0) {
             aside.remove(w);
         }
-        passed(w.aggregate, w.sequenceNumber);
+        passed(w, w.sequenceNumber);
     }
 
     private void setAside(Work w) {
@@ -267,14 +268,14 @@ final class Sequences {
     }
 
     /** The aggregate's watermark is at least {@code number}: it is no longer blocked by a dead letter up to it. */
-    private void passed(StoreKey aggregate, long number) {
+    private void passed(Work w, long number) {
         if (blocked.isEmpty()) {
             return;
         }
-        Long at = blocked.get(aggregate);
-        if (at != null && number >= at && blocked.remove(aggregate, at)) {
+        Long at = blocked.get(w.aggregate);
+        if (at != null && number >= at && blocked.remove(w.aggregate, at)) {
             log.info("Pipeline '{}': aggregate '{}' is no longer blocked: its events reached number {}, at or past {},"
-                    + " the highest of its numbers dead-lettered as {}", s.name, LogSafe.text(aggregate.id()), number,
+                    + " the highest of its numbers dead-lettered as {}", s.name, LogSafe.text(w.aggregateId), number,
                     at, GAP);
         }
     }
@@ -295,7 +296,7 @@ final class Sequences {
             return;
         }
         if (at == null && blocked.putIfAbsent(aggregate, number) == null) {
-            String id = LogSafe.text(aggregate.id());
+            String id = LogSafe.text(w.aggregateId);
             log.warn("Pipeline '{}': aggregate '{}' is blocked: its event {} was dead-lettered as {} while its"
                     + " watermark was {}, so each later event of it will wait sequence.gap-timeout ({}) and be"
                     + " dead-lettered too. Once {} came (a late event runs when it comes) or if it is among the"

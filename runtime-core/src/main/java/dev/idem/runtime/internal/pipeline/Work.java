@@ -36,6 +36,8 @@ final class Work {
     String orderKey;
     /** The sequence guard's aggregate, in the pipeline's namespace; {@code null} without the guard. */
     StoreKey aggregate;
+    /** The aggregate's ID as the message gave it, for logs and dead letters; {@code aggregate} may hold a digest. */
+    String aggregateId;
     /** The event's sequence number under the guard, at least 1. */
     long sequenceNumber;
     /** When a set-aside event stops waiting for the numbers before it (ticker time); 0 until it first waits. */

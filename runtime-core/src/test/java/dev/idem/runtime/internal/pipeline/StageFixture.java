@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.Idem;
+import dev.idem.runtime.config.KeyDigest;
 import dev.idem.runtime.config.PipelineConfig;
 import dev.idem.runtime.internal.pipeline.PipelineState.Phase;
 import dev.idem.spi.ClaimRequest;
@@ -71,7 +72,7 @@ final class StageFixture implements AutoCloseable {
                 TestPluginConfig.defaults("store.caffeine", new CaffeineDedupStoreProvider().configSpec()),
                 new StoreContext(ticker)), events);
         this.config = config(settings, store.real);
-        this.state = new PipelineState(config, NO_HANDLER, ticker, MessageTracing.OFF);
+        this.state = new PipelineState(config, NO_HANDLER, ticker, MessageTracing.OFF, KeyDigest.NONE);
         state.phase = Phase.RUNNING;
         this.metrics = new PipelineMetrics(meters, config.name());
         this.outcomes = new Outcomes(meters, config.name(), null);
