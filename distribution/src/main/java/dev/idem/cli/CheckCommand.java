@@ -2,6 +2,7 @@ package dev.idem.cli;
 
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.config.ConfigPrinter;
+import dev.idem.runtime.config.KeyDigest;
 import dev.idem.runtime.config.PluginSpecs.Kind;
 import dev.idem.runtime.plugin.CodeLocations;
 import dev.idem.runtime.plugin.PluginDescriptor;
@@ -40,6 +41,13 @@ final class CheckCommand implements Callable<Integer> {
         out.println();
         out.println("Broker: " + describe(validated, Kind.BROKER, validated.config().broker().type()));
         out.println("Store:  " + describe(validated, Kind.STORE, validated.config().store().type()));
+        KeyDigest digest = validated.config().keyDigest();
+        if (digest != KeyDigest.NONE) {
+            out.println("        keeps a digest of each key (store.key-digest: " + digest.configValue() + ")");
+            out.println("Warning: store.key-digest must stay what it was when the store first held keys. Keys written"
+                    + " under another setting are not found: a message delivered again would run again. Switch it"
+                    + " only on an empty store, or once every key has expired (pipelines.<name>.retention).");
+        }
         out.println("Pipelines:");
         for (Map.Entry<String, Class<?>> handler : validated.handlers().entrySet()) {
             var pipeline = validated.config().pipelines().get(handler.getKey());

@@ -102,6 +102,11 @@ final class ConfigTemplate {
         comment(y, "  ", "The " + kind.label() + ": one of " + plugins.ids(kind)
                 + ". Its settings go in the section named after it; the others are shown commented out.");
         y.append("  type: ").append(active).append('\n');
+        if (kind == Kind.STORE) {
+            for (ConfigKey<?> key : RuntimeConfigSpecs.STORE.keys()) {
+                line(y, "  ", key, null, false);
+            }
+        }
         for (String id : plugins.ids(kind)) {
             ConfigSpec spec = plugins.spec(kind, id).orElseThrow();
             boolean on = id.equals(active);

@@ -162,7 +162,7 @@ final class ConsoleApi {
     /** {@code GET /console/api/keys?pipeline=P&id=ID}: the key as the next claim would see it. */
     Map<String, Object> key(String pipeline, String id) {
         StoreKey key = storeKey(pipeline, id);
-        return describe(pipeline, key, store().inspect(key));
+        return describe(pipeline, id, key, store().inspect(key));
     }
 
     /**
@@ -183,7 +183,7 @@ final class ConsoleApi {
         boolean released = before.isPresent() && store.delete(key);
         Map<String, Object> answer = new LinkedHashMap<>();
         answer.put("released", released);
-        answer.put("was", describe(pipeline, key, before));
+        answer.put("was", describe(pipeline, id, key, before));
         return answer;
     }
 
@@ -209,17 +209,21 @@ final class ConsoleApi {
             throw new Refused(400, "A key is at most " + StoreKey.MAX_ID_BYTES + " bytes of UTF-8");
         }
         try {
-            return new StoreKey(p.namespace(), id);
+            return new StoreKey(p.namespace(), runtime.config().keyDigest().apply(id));
         } catch (IllegalArgumentException e) {
             throw new Refused(400, "Not a key: " + e.getMessage());
         }
     }
 
-    private static Map<String, Object> describe(String pipeline, StoreKey key, Optional<StoredKey> found) {
+    /** {@code storedId}, what the store holds for {@code id}, is there only when {@code store.key-digest} is on. */
+    private static Map<String, Object> describe(String pipeline, String id, StoreKey key, Optional<StoredKey> found) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("pipeline", pipeline);
         m.put("namespace", key.namespace());
-        m.put("id", key.id());
+        m.put("id", id);
+        if (!key.id().equals(id)) {
+            m.put("storedId", key.id());
+        }
         if (found.isEmpty()) {
             m.put("state", "absent");
             return m;

@@ -75,7 +75,12 @@ final class StoreCommand implements Callable<Integer> {
 
         /** @throws Main.UsageError when the pipeline is not declared, or not named among several */
         StoreKey key(IdemConfig config) {
-            return new StoreKey(pipeline(config, pipeline, "key").namespace(), id);
+            return new StoreKey(pipeline(config, pipeline, "key").namespace(), config.keyDigest().apply(id));
+        }
+
+        /** The key as typed, and what the store holds for it when {@code store.key-digest} is on. */
+        String shown(StoreKey storeKey) {
+            return storeKey.namespace() + "/" + id + (storeKey.id().equals(id) ? "" : " (stored as " + storeKey.id() + ")");
         }
     }
 
@@ -159,10 +164,10 @@ final class StoreCommand implements Callable<Integer> {
                 StoreKey storeKey = opened.key();
                 Optional<StoredKey> found = opened.store().inspect(storeKey);
                 if (found.isEmpty()) {
-                    out.println(storeKey.namespace() + "/" + storeKey.id() + ": absent (never seen, released, or expired)");
+                    out.println(key.shown(storeKey) + ": absent (never seen, released, or expired)");
                 } else {
                     StoredKey k = found.get();
-                    out.println(storeKey.namespace() + "/" + storeKey.id() + ": " + k.state().name().toLowerCase()
+                    out.println(key.shown(storeKey) + ": " + k.state().name().toLowerCase()
                             + ", attempts " + k.attempts()
                             + (k.fingerprint() != null ? ", fingerprint " + k.fingerprint() : "")
                             + (k.state() == StoredKey.State.CLAIMED ? ", lease until " : ", remembered until ")
@@ -192,7 +197,7 @@ final class StoreCommand implements Callable<Integer> {
             return withStore(common, key, opened -> {
                 StoreKey storeKey = opened.key();
                 boolean deleted = opened.store().delete(storeKey);
-                out.println(storeKey.namespace() + "/" + storeKey.id() + (deleted ? ": deleted" : ": was absent"));
+                out.println(key.shown(storeKey) + (deleted ? ": deleted" : ": was absent"));
                 out.flush();
                 return Main.OK;
             });

@@ -56,6 +56,38 @@ class CheckCommandTest {
         }
     }
 
+    /** A handler with nothing to do. */
+    public static final class NoopHandler implements MessageHandler {
+        @Override
+        public void handle(Message message, HandlerContext context) {
+        }
+    }
+
+    @Test
+    void aKeyDigestIsShownWithAWarningThatItMustNotChange() throws IOException {
+        Path config = home.resolve("idem.yaml");
+        Files.writeString(config, """
+                broker: {type: activemq, activemq: {url: "tcp://127.0.0.1:1"}}
+                store: {type: caffeine, key-digest: sha256-128}
+                runtime: {http: {port: 0}}
+                pipelines:
+                  orders: {source: orders, handler: %s}
+                """.formatted(NoopHandler.class.getName()));
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cli = Main.commandLine();
+        cli.setOut(new PrintWriter(out, true));
+        cli.setErr(new PrintWriter(err, true));
+
+        int exit = cli.execute("check", "--config", config.toString());
+
+        assertThat(exit).as(err.toString()).isZero();
+        assertThat(out.toString())
+                .contains("keeps a digest of each key (store.key-digest: sha256-128)")
+                .contains("Warning: store.key-digest must stay what it was when the store first held keys.")
+                .contains("  key-digest: sha256-128\n");
+    }
+
     /** Issue 24, item 11: check said only "ExceptionInInitializerError". */
     @Test
     void aHandlerWhoseStaticInitializerThrowsIsReportedWithWhatItThrewAndWhere() throws IOException {

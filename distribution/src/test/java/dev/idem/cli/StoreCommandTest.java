@@ -7,6 +7,7 @@ import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.cli.legacystore.LegacyStoreProvider;
 import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.config.KeyDigest;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
@@ -160,6 +161,26 @@ class StoreCommandTest {
                 .as("another pipeline's key").startsWith("refunds/old-9: completed");
         assertThat(idem("store", "purge", "--config", config, "--pipeline", "orders", "--older-than", "5d").out())
                 .isEqualTo("Purged 0 completed keys of pipeline 'orders', completed more than 5d ago.\n");
+    }
+
+    // ---------------------------------------------------------------- get and delete under store.key-digest
+
+    @Test
+    void getAndDeleteApplyTheKeyDigestToTheIdTyped() throws IOException {
+        config = config("{type: jdbc, key-digest: sha256-128, jdbc: {url: \"jdbc:h2:file:" + home.resolve("data/store")
+                + "\"}}");
+        String id = "order-ü-1";
+        String digest = KeyDigest.SHA256_128.apply(id);
+        fill(store -> complete(store, "orders", digest, null, RETENTION));
+
+        Result get = idem("store", "get", "--config", config, "--pipeline", "orders", id);
+        Result delete = idem("store", "delete", "--config", config, "--pipeline", "orders", id);
+        Result gone = idem("store", "get", "--config", config, "--pipeline", "orders", id);
+
+        assertThat(get.exitCode()).as(get.toString()).isZero();
+        assertThat(get.out()).startsWith("orders/order-ü-1 (stored as " + digest + "): completed, attempts 1");
+        assertThat(delete.out()).isEqualTo("orders/order-ü-1 (stored as " + digest + "): deleted\n");
+        assertThat(gone.out()).startsWith("orders/order-ü-1 (stored as " + digest + "): absent");
     }
 
     @Test
