@@ -76,6 +76,11 @@ final class ConfigMetadata {
         group(prefix, "The " + kind.label() + ": " + section + ".type selects one, " + section
                 + ".<type>.* are its settings.");
         key(prefix + ".type", RuntimeConfigSpecs.TYPE);
+        if (kind == Kind.STORE) {
+            for (ConfigKey<?> key : RuntimeConfigSpecs.STORE.keys()) {
+                key(prefix + "." + key.name(), key);
+            }
+        }
         List<Map<String, Object>> ids = new ArrayList<>();
         for (String id : plugins.ids(kind)) {
             ids.add(Map.of("value", id));

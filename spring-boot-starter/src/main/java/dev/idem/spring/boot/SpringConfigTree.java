@@ -102,7 +102,10 @@ final class SpringConfigTree {
                 case BROKER, STORE -> {
                     Map<String, Object> section = section(root, top);
                     String id = el.get(1);
-                    if (el.size() == 2) {
+                    if (el.size() == 2 && top.equals(STORE)) {
+                        // type, or the runtime's own store keys (key-digest, IDEM_STORE_KEYDIGEST).
+                        insert(section, e, 1, RuntimeConfigSpecs.STORE.names());
+                    } else if (el.size() == 2) {
                         section.put(id, e.value());
                     } else {
                         Kind kind = top.equals(BROKER) ? Kind.BROKER : Kind.STORE;

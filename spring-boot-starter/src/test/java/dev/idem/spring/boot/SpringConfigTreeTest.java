@@ -66,6 +66,14 @@ class SpringConfigTreeTest {
     }
 
     @Test
+    void theStoresKeyDigestIsReadBesideItsTypeFromAPropertyOrAnEnvironmentVariable() {
+        assertThat(tree(map("idem.store.type", "redis", "idem.store.key-digest", "sha256-128"), Map.of())
+                .get("store")).isEqualTo(map("type", "redis", "key-digest", "sha256-128"));
+        assertThat(tree(map("idem.store.type", "redis"), map("IDEM_STORE_KEYDIGEST", "sha256-128"))
+                .get("store")).isEqualTo(map("type", "redis", "key-digest", "sha256-128"));
+    }
+
+    @Test
     void anEnvironmentVariableOverridesTheKeyItMatchesWhateverItsDashes() {
         Map<String, Object> tree = tree(map(
                 "idem.pipelines.order-events.source", "events",
