@@ -28,6 +28,7 @@ import java.util.TreeSet;
  * {@code data_length + index_length} after {@code ANALYZE TABLE}, then after {@code OPTIMIZE TABLE} (InnoDB's page
  * estimates). Printed: the fill's rate, the size before and after, bytes per key ((after − before) / N) and the
  * growth per million keys between consecutive Ns. {@code -Didem.bench.compact=false} skips the compaction.
+ * {@code -Didem.bench.key-digest=sha256-128} stores each ID as {@code store.key-digest: sha256-128} would.
  *
  * <p>Calls, after the fill (and the compaction, then a plain {@code VACUUM (ANALYZE)} / {@code ANALYZE TABLE} as
  * autovacuum would have run by then; for N = 0 neither, as statistics of an empty table would mislead the planner
@@ -66,7 +67,7 @@ public final class StoreScaleBenchmark {
     private static final double WARMUP = Double.parseDouble(System.getProperty("idem.bench.warmup", "3"));
     private static final boolean COMPACT = Boolean.parseBoolean(System.getProperty("idem.bench.compact", "true"));
     private static final List<String> PROPERTIES = List.of("idem.bench.seconds", "idem.bench.threads",
-            "idem.bench.fill-threads", "idem.bench.warmup", "idem.bench.compact");
+            "idem.bench.fill-threads", "idem.bench.warmup", "idem.bench.compact", "idem.bench.key-digest");
     private static final int[] BATCHES = {1, 100};
     private static final int WARMUP_KEYS = 20_000;
 
@@ -86,8 +87,8 @@ public final class StoreScaleBenchmark {
         String sizes = args.length > 1 ? args[1] : "0,1000000";
         List<Long> ns = parseSizes(sizes);
         System.out.printf("Store cost at scale: stores %s, N = %s; fill %d threads, batches of %,d; load %d threads,"
-                + " %.0f s per batch size %s%n", stores, ns, FILL_THREADS, Workload.FILL_BATCH, THREADS, SECONDS,
-                Arrays.toString(BATCHES));
+                + " %.0f s per batch size %s; key digest %s%n", stores, ns, FILL_THREADS, Workload.FILL_BATCH, THREADS,
+                SECONDS, Arrays.toString(BATCHES), Workload.KEY_DIGEST.configValue());
         List<String> reports = new ArrayList<>();
         for (String name : stores.split(",")) {
             try (ScaleStore target = target(name.trim())) {

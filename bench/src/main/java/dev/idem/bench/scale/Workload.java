@@ -1,5 +1,7 @@
 package dev.idem.bench.scale;
 
+import dev.idem.runtime.config.KeyDigest;
+import dev.idem.runtime.config.RuntimeConfigSpecs;
 import dev.idem.runtime.extract.PayloadHash;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
@@ -19,7 +21,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The keys {@link StoreScaleBenchmark} writes, as a pipeline with the default settings writes them: namespace
- * {@value #NAMESPACE} (the pipeline's name), a random UUID as the message ID, the SHA-256 fingerprint of a
+ * {@value #NAMESPACE} (the pipeline's name), a random UUID as the message ID (or its digest, under
+ * {@code -Didem.bench.key-digest=sha256-128}, by the runtime's own {@link KeyDigest}), the SHA-256 fingerprint of a
  * 100-byte payload (unpadded URL-safe Base64, as the runtime's {@code Fingerprints}), lease 30 s, retention 7 days
  * for the claim and for the completion (the defaults of {@code lease} and {@code retention}).
  */
@@ -29,6 +32,8 @@ final class Workload {
     static final Duration LEASE = Duration.ofSeconds(30);
     static final Duration RETENTION = Duration.ofDays(7);
     static final int FILL_BATCH = 1000;
+    /** What the store keeps of each ID: {@code -Didem.bench.key-digest} as {@code store.key-digest}, default none. */
+    static final KeyDigest KEY_DIGEST = keyDigest(System.getProperty("idem.bench.key-digest", "none"));
 
     private static final Base64.Encoder FINGERPRINT = Base64.getUrlEncoder().withoutPadding();
 
@@ -43,9 +48,20 @@ final class Workload {
             // A version 4 UUID, as UUID.randomUUID() makes, without its lock on one SecureRandom.
             String id = new UUID((random.nextLong() & ~0xF000L) | 0x4000L,
                     (random.nextLong() & 0x3FFF_FFFF_FFFF_FFFFL) | 0x8000_0000_0000_0000L).toString();
-            requests.add(new ClaimRequest(new StoreKey(NAMESPACE, id), fingerprint(id), LEASE, RETENTION));
+            requests.add(new ClaimRequest(new StoreKey(NAMESPACE, KEY_DIGEST.apply(id)), fingerprint(id), LEASE,
+                    RETENTION));
         }
         return requests;
+    }
+
+    private static KeyDigest keyDigest(String value) {
+        for (KeyDigest digest : KeyDigest.values()) {
+            if (digest.configValue().equals(value)) {
+                return digest;
+            }
+        }
+        throw new IllegalArgumentException("-Didem.bench.key-digest must be one of "
+                + RuntimeConfigSpecs.KEY_DIGEST.allowedValues() + ", as store.key-digest, not '" + value + "'");
     }
 
     /** The fingerprint of a 100-byte JSON payload naming {@code id}, as the runtime computes it. */
