@@ -33,8 +33,10 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.namesrv.NamesrvConfig;
 import org.apache.rocketmq.namesrv.NamesrvController;
+import org.apache.rocketmq.remoting.common.TlsMode;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
+import org.apache.rocketmq.remoting.netty.TlsSystemConfig;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.store.GetMessageResult;
@@ -210,6 +212,9 @@ public final class EmbeddedRocketMq implements AutoCloseable {
     public static EmbeddedRocketMq start() {
         // Before the first RemotingCommand of this JVM: the broker's startup script sets it too.
         System.setProperty(RemotingCommand.REMOTING_VERSION_KEY, Integer.toString(MQVersion.CURRENT_VERSION));
+        // Plain TCP only (nothing here connects with TLS): in the default mode, permissive, each of the three servers
+        // (the name server's, the broker's two) first generates a self-signed certificate, about half the start.
+        TlsSystemConfig.tlsMode = TlsMode.DISABLED;
         Path dir;
         try {
             dir = Files.createTempDirectory("idem-rocketmq-");
