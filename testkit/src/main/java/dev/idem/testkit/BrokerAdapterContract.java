@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.spi.BrokerAdapter;
+import dev.idem.spi.BrowsedMessage;
+import dev.idem.spi.DeadLetterBrowser;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.InboundMessage;
@@ -49,6 +51,11 @@ public abstract class BrokerAdapterContract {
     /** A fresh destination name for one test; unique so tests on a shared broker do not collide. */
     protected String newDestination() {
         return "idem-contract-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /** A fresh destination that can hold dead letters to browse; by default {@link #newDestination()}. */
+    protected String newDeadLetterDestination() {
+        return newDestination();
     }
 
     /** Removes a destination a test used; by default nothing. */
@@ -291,5 +298,77 @@ public abstract class BrokerAdapterContract {
             again.expectOnlySentinel(survivor, source);
         }
         assertThat(bodies).containsExactlyInAnyOrder("m0", "m1", "m2", "m3", "m4");
+    }
+
+    /** Whether the adapter is a {@link DeadLetterBrowser} (built-in adapters are); if not, it must not claim to be. */
+    protected boolean browses() {
+        return true;
+    }
+
+    /**
+     * A browse of a dead-letter destination takes nothing: two browses see the same messages at the same positions,
+     * with their headers and the dead-letter reason; the page bound holds; and a consumer afterwards still gets every
+     * message, and nothing else.
+     */
+    @Test
+    void browseShowsDeadLettersAndLeavesEveryOneInPlace() throws Exception {
+        BrokerAdapter adapter = adapter();
+        if (!browses()) {
+            assertThat(adapter).isNotInstanceOf(DeadLetterBrowser.class);
+            return;
+        }
+        assertThat(adapter).isInstanceOf(DeadLetterBrowser.class);
+        DeadLetterBrowser browser = (DeadLetterBrowser) adapter;
+        String deadLetters = track(newDeadLetterDestination());
+        prepareDestination(adapter, source);
+        prepareDestination(adapter, deadLetters);
+        int count = 3;
+        for (int i = 0; i < count; i++) {
+            adapter.publish(source, message("poison-" + i, "k", Map.of("message-id", "browse-" + i)));
+        }
+        try (Receiver receiver = new Receiver(adapter, source, deadLetters)) {
+            for (int i = 0; i < count; i++) {
+                receiver.next().deadLetter(new DeadLetterReason("handler-failed", "java.lang.IllegalStateException: "
+                        + "boom " + i, i + 1, "contract"));
+            }
+        }
+        String reader = "contract-browse-" + deadLetters;
+        await().atMost(receiveTimeout()).until(() -> browser.browse(deadLetters, reader, 10).size() == count);
+        List<BrowsedMessage> first = browser.browse(deadLetters, reader, 10);
+        List<BrowsedMessage> second = browser.browse(deadLetters, reader, 10);
+        assertThat(second).extracting(BrowsedMessage::position).doesNotHaveDuplicates();
+        assertThat(second).extracting(b -> b.position() + "=" + text(b.message()))
+                .as("a second browse sees the same messages at the same positions, in the same order")
+                .containsExactlyElementsOf(first.stream().map(b -> b.position() + "=" + text(b.message())).toList());
+        assertThat(second).extracting(b -> text(b.message()))
+                .containsExactlyInAnyOrder("poison-0", "poison-1", "poison-2");
+        for (BrowsedMessage b : second) {
+            String n = text(b.message()).substring("poison-".length());
+            assertThat(b.message().headers())
+                    .containsEntry("message-id", "browse-" + n)
+                    .containsEntry(DeadLetterReason.HEADER_CAUSE, "handler-failed")
+                    .containsEntry(DeadLetterReason.HEADER_DETAIL, "java.lang.IllegalStateException: boom " + n)
+                    .containsEntry(DeadLetterReason.HEADER_ATTEMPTS, Integer.toString(Integer.parseInt(n) + 1))
+                    .containsEntry(DeadLetterReason.HEADER_PIPELINE, "contract");
+        }
+        List<BrowsedMessage> page = browser.browse(deadLetters, reader, 2);
+        assertThat(page).as("the page bound holds").hasSize(2);
+        assertThat(page).extracting(b -> b.position() + "=" + text(b.message()))
+                .containsExactlyElementsOf(first.subList(0, 2).stream()
+                        .map(b -> b.position() + "=" + text(b.message())).toList());
+        assertThat(browser.browse(track(newDeadLetterDestination()), reader, 10)).as("a destination that does not exist")
+                .isEmpty();
+
+        List<String> consumed = new ArrayList<>();
+        try (Receiver dlq = receive(adapter, deadLetters)) {
+            for (int i = 0; i < count; i++) {
+                Delivery d = dlq.next();
+                consumed.add(text(d.message()));
+                d.ack();
+            }
+            dlq.expectOnlySentinel(adapter, deadLetters);
+        }
+        assertThat(consumed).as("nothing was consumed, moved or dropped by the browses")
+                .containsExactlyInAnyOrder("poison-0", "poison-1", "poison-2");
     }
 }

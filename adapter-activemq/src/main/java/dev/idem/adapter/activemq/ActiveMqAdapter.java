@@ -2,14 +2,24 @@ package dev.idem.adapter.activemq;
 
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
+import dev.idem.spi.BrowsedMessage;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.DeadLetterBrowser;
+import dev.idem.spi.InboundMessage;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import jakarta.jms.InvalidClientIDException;
 import jakarta.jms.JMSException;
+import jakarta.jms.Message;
+import jakarta.jms.QueueBrowser;
+import jakarta.jms.Session;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Enumeration;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
@@ -20,7 +30,7 @@ import org.apache.activemq.ActiveMQConnectionFactory;
  * The ActiveMQ adapter: one connection for queue consumers and sending, one more per topic subscription (a
  * durable subscription needs its own client id), and the embedded broker when configured. Thread-safe.
  */
-final class ActiveMqAdapter implements BrokerAdapter {
+final class ActiveMqAdapter implements BrokerAdapter, DeadLetterBrowser {
 
     private final ActiveMQConnectionFactory factory;
     private final String url;
@@ -127,6 +137,59 @@ final class ActiveMqAdapter implements BrokerAdapter {
     @Override
     public String defaultDeadLetterDestination(String source) {
         return JmsDestination.parse(source).defaultDeadLetter().written();
+    }
+
+    /**
+     * Reads the queue through a JMS {@link QueueBrowser} on a session of its own, closed before returning: the broker
+     * hands copies to the browser and keeps every message where it is, for its consumers, unacknowledged and with
+     * its delivery count unchanged. The position is the {@code JMSMessageID}. A topic keeps no messages to browse; a
+     * message whose body type the adapter does not read ({@code ObjectMessage}, {@code StreamMessage}) is shown
+     * with an empty payload, never deserialized.
+     */
+    @Override
+    public List<BrowsedMessage> browse(String destination, String reader, int max) {
+        requireOpen();
+        if (max < 1) {
+            throw new IllegalArgumentException("max must be at least 1: " + max);
+        }
+        JmsDestination queue = JmsDestination.parse(destination);
+        if (queue.topic()) {
+            throw new BrokerException("Cannot browse '" + destination + "': a topic keeps no messages to browse;"
+                    + " dead letters go to a queue", false);
+        }
+        List<BrowsedMessage> out = new ArrayList<>();
+        Session session = null;
+        try {
+            session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            QueueBrowser browser = session.createBrowser(session.createQueue(queue.name()));
+            Enumeration<?> messages = browser.getEnumeration();
+            int limit = Math.min(max, MAX_PAGE);
+            while (out.size() < limit && messages.hasMoreElements()) {
+                Message m = (Message) messages.nextElement();
+                out.add(new BrowsedMessage(m.getJMSMessageID(), browsed(destination, m)));
+            }
+            browser.close();
+            return out;
+        } catch (JMSException | RuntimeException e) {
+            throw new BrokerException("Could not browse '" + destination + "' on ActiveMQ at " + url + ": "
+                    + describe(e), true, e);
+        } finally {
+            if (session != null) {
+                try {
+                    session.close();
+                } catch (JMSException e) {
+                    // Browsing is done; the session goes with the connection.
+                }
+            }
+        }
+    }
+
+    private static InboundMessage browsed(String destination, Message m) throws JMSException {
+        try {
+            return JmsMessages.inbound(destination, m);
+        } catch (IllegalArgumentException unsupported) {
+            return new InboundMessage(destination, null, null, Map.of(), new byte[0], m.getJMSMessageID(), false, 0);
+        }
     }
 
     /** Sends a persistent BytesMessage synchronously: returns once the broker has stored it. */

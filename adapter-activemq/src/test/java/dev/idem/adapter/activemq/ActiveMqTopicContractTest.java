@@ -29,6 +29,12 @@ class ActiveMqTopicContractTest extends BrokerAdapterContract {
         return "topic://idem-contract-" + UUID.randomUUID().toString().substring(0, 8);
     }
 
+    /** Dead letters of a topic go to a queue, as {@link JmsDestination#defaultDeadLetter} names it: a topic keeps none. */
+    @Override
+    protected String newDeadLetterDestination() {
+        return "queue://idem-contract-dlq-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
     @Override
     protected void prepareDestination(BrokerAdapter adapter, String destination) {
         // The contract's receivers subscribe as pipeline "contract-<destination>".

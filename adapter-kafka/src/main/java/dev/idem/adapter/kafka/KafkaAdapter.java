@@ -3,7 +3,9 @@ package dev.idem.adapter.kafka;
 import dev.idem.spi.Backlog;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
+import dev.idem.spi.BrowsedMessage;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.DeadLetterBrowser;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.ReplyAddress;
@@ -50,7 +52,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * first subscribe or publish, which first checks that the cluster can be reached ({@link BootstrapProbe}).
  * Thread-safe.
  */
-final class KafkaAdapter implements BrokerAdapter {
+final class KafkaAdapter implements BrokerAdapter, DeadLetterBrowser {
 
     /** The header {@link OutboundMessage#messageId()} travels in. */
     static final String MESSAGE_ID_HEADER = "message-id";
@@ -340,6 +342,21 @@ final class KafkaAdapter implements BrokerAdapter {
             Thread.currentThread().interrupt();
             throw new BrokerException("Interrupted while reading the offsets of topic '" + topic + "'", true, e);
         }
+    }
+
+    /**
+     * Reads the topic from {@code reader}'s committed offsets (the group {@code group-id-prefix + reader}; without
+     * one, the earliest) by a consumer of no group that assigns and seeks, and never commits: see {@link KafkaBrowse}.
+     */
+    @Override
+    public List<BrowsedMessage> browse(String destination, String reader, int max) {
+        Objects.requireNonNull(destination, "destination");
+        if (max < 1) {
+            throw new IllegalArgumentException("max must be at least 1: " + max);
+        }
+        ensureReachable();
+        return new KafkaBrowse(settings, admin(), connectTimeout).read(destination, reader,
+                Math.min(max, MAX_PAGE));
     }
 
     private synchronized Admin admin() {

@@ -2,15 +2,19 @@ package dev.idem.adapter.rabbitmq;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.GetResponse;
 import com.rabbitmq.client.ShutdownSignalException;
 import dev.idem.spi.Backlog;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
+import dev.idem.spi.BrowsedMessage;
+import dev.idem.spi.DeadLetterBrowser;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -26,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * The RabbitMQ adapter: a consuming connection shared by the subscriptions' channels and a publishing
  * connection with one confirm channel. See {@link RabbitMqAdapterProvider} for the semantics. Thread-safe.
  */
-final class RabbitMqAdapter implements BrokerAdapter {
+final class RabbitMqAdapter implements BrokerAdapter, DeadLetterBrowser {
 
     static final Logger log = LoggerFactory.getLogger(RabbitMqAdapter.class);
 
@@ -137,6 +141,51 @@ final class RabbitMqAdapter implements BrokerAdapter {
             throw e;
         }
         return Optional.of(new Backlog(ready[0], false));
+    }
+
+    /**
+     * AMQP 0-9-1 has no browse: this takes up to {@code max} messages with {@code basic.get} and no acknowledgement on a
+     * channel of its own, then closes the channel, which hands every one of them back to the queue. On a classic queue
+     * (what the adapter declares for dead letters) they go back to their places, in their order, and keep every
+     * property and header; the broker only sets their {@code redelivered} flag, which the runtime and
+     * {@code idem dlq replay} do not act on. The trade-offs: while a browse runs, the messages it holds are not
+     * handed to a consumer of the queue (they are after it, the channel's close requeues them); and on a quorum
+     * queue each browse counts as a delivery towards the queue's {@code delivery-limit}, past which the broker drops
+     * or dead-letters the message, so a quorum dead-letter queue should not be browsed often, or have no limit. A
+     * stream queue cannot be read by {@code basic.get}: it is refused by the broker, and the error says so. The
+     * position is the message's place from the head of the queue ({@code 1}, {@code 2}, ...), the same in the next
+     * browse while nobody consumed the queue.
+     */
+    @Override
+    public List<BrowsedMessage> browse(String destination, String reader, int max) {
+        Objects.requireNonNull(destination, "destination");
+        if (max < 1) {
+            throw new IllegalArgumentException("max must be at least 1: " + max);
+        }
+        if (closed) {
+            throw new BrokerException("The RabbitMQ adapter is closed", false);
+        }
+        int limit = Math.min(max, MAX_PAGE);
+        List<BrowsedMessage> out = new ArrayList<>();
+        try {
+            withChannel("browse queue '" + destination + "'", ch -> {
+                ch.queueDeclarePassive(destination);
+                while (out.size() < limit) {
+                    GetResponse r = ch.basicGet(destination, false);
+                    if (r == null) {
+                        return;
+                    }
+                    out.add(new BrowsedMessage(Integer.toString(out.size() + 1),
+                            Messages.inbound(destination, r.getEnvelope(), r.getProps(), r.getBody())));
+                }
+            });
+        } catch (BrokerException e) {
+            if (e.getCause() instanceof Exception cause && Topology.notFound(cause)) {
+                return List.of();
+            }
+            throw e;
+        }
+        return out;
     }
 
     /** Declares {@code queue} as a dead-letter queue when declaring is on. */

@@ -3,7 +3,9 @@ package dev.idem.adapter.rocketmq;
 import dev.idem.spi.Backlog;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
+import dev.idem.spi.BrowsedMessage;
 import dev.idem.spi.ConfigKey;
+import dev.idem.spi.DeadLetterBrowser;
 import dev.idem.spi.DeliveryListener;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
@@ -35,7 +37,7 @@ import org.apache.rocketmq.remoting.protocol.header.QueryConsumerOffsetRequestHe
  * Nothing connects before the first subscribe, publish, health check or backlog query, which first checks that a name
  * server answers ({@link NameServerProbe}). Thread-safe.
  */
-final class RocketMqAdapter implements BrokerAdapter {
+final class RocketMqAdapter implements BrokerAdapter, DeadLetterBrowser {
 
     private static final Duration HEALTH_TIMEOUT = Duration.ofSeconds(5);
     /** Numbers the client instances of this JVM: two adapters, or two subscriptions, never share a client id. */
@@ -256,6 +258,43 @@ final class RocketMqAdapter implements BrokerAdapter {
         } catch (Exception e) {
             throw new BrokerException("RocketMQ at [" + String.join(", ", settings.nameServers()) + "] did not tell"
                     + " the offsets of topic '" + topic + "' and group '" + group + "': " + describe(e), true, e);
+        }
+    }
+
+    /**
+     * Reads the topic's queues by offset from the reader group's committed offsets (a queue without one: its first
+     * offset) with a pull consumer of its own, started for this browse and shut down before returning; it never stores
+     * an offset (see {@link RocketMqBrowse}). The position is {@code <topic>-<broker>-<queue>-<offset>}.
+     */
+    @Override
+    @SuppressWarnings("deprecation")
+    public List<BrowsedMessage> browse(String destination, String reader, int max) {
+        Objects.requireNonNull(destination, "destination");
+        if (max < 1) {
+            throw new IllegalArgumentException("max must be at least 1: " + max);
+        }
+        String topic = Source.topicOf(destination);
+        String group = settings.group(reader);
+        MQClientInstance client = producer().getDefaultMQProducerImpl().getMqClientFactory();
+        org.apache.rocketmq.client.consumer.DefaultMQPullConsumer consumer =
+                settings.browser(instanceName + "-browse-" + INSTANCES.incrementAndGet());
+        try {
+            if (!topicExists(client, topic)) {
+                return List.of();
+            }
+            consumer.start();
+            return new RocketMqBrowse(consumer, settings.connectTimeout().toMillis())
+                    .read(topic, q -> committed(client, group, q), Math.min(max, MAX_PAGE));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BrokerException("Interrupted while browsing topic '" + topic + "'", true, e);
+        } catch (BrokerException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new BrokerException("RocketMQ at [" + String.join(", ", settings.nameServers()) + "] could not be"
+                    + " browsed for topic '" + topic + "': " + describe(e), true, e);
+        } finally {
+            consumer.shutdown();
         }
     }
 

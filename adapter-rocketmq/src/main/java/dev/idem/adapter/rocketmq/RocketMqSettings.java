@@ -100,4 +100,20 @@ record RocketMqSettings(String path, List<String> nameServers, Duration connectT
         consumer.setMqClientApiTimeout((int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()));
         return consumer;
     }
+
+    /**
+     * A pull consumer for a browse ({@link RocketMqBrowse}): it only pulls by offset and never stores one. Its group,
+     * {@code <group-prefix>Browse_}, cannot be a pipeline's (pipeline names are lowercase, without {@code _}), so it
+     * never joins a pipeline's rebalancing.
+     */
+    @SuppressWarnings("deprecation")
+    org.apache.rocketmq.client.consumer.DefaultMQPullConsumer browser(String instanceName) {
+        org.apache.rocketmq.client.consumer.DefaultMQPullConsumer consumer =
+                new org.apache.rocketmq.client.consumer.DefaultMQPullConsumer(group("Browse_"), rpcHook());
+        consumer.setNamesrvAddr(nameServerAddress());
+        consumer.setInstanceName(instanceName);
+        consumer.setUseTLS(tls);
+        consumer.setMqClientApiTimeout((int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()));
+        return consumer;
+    }
 }

@@ -2,6 +2,8 @@ package dev.idem.testkit.memory;
 
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
+import dev.idem.spi.BrowsedMessage;
+import dev.idem.spi.DeadLetterBrowser;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.DeliveryListener;
@@ -35,7 +37,7 @@ import java.util.function.LongSupplier;
  * was closed or {@linkplain #crashConsumers() crashed} is ignored, as a real broker ignores acks on a
  * dead channel.
  */
-public final class InMemoryBroker implements BrokerAdapter {
+public final class InMemoryBroker implements BrokerAdapter, DeadLetterBrowser {
 
     /** Header names set on dead-lettered copies. */
     public static final String DEAD_LETTER_CAUSE = DeadLetterReason.HEADER_CAUSE;
@@ -173,6 +175,33 @@ public final class InMemoryBroker implements BrokerAdapter {
         }
     }
 
+    /** The messages waiting in {@code destination}, ready ones first in their order; the position is the message's ID. */
+    @Override
+    public List<BrowsedMessage> browse(String destination, String reader, int max) {
+        if (max < 1) {
+            throw new IllegalArgumentException("max must be at least 1: " + max);
+        }
+        lock.lock();
+        try {
+            Queue q = queues.get(destination);
+            List<BrowsedMessage> out = new ArrayList<>();
+            if (q == null) {
+                return out;
+            }
+            List<Stored> all = new ArrayList<>(q.ready);
+            all.addAll(q.delayed);
+            for (Stored stored : all) {
+                if (out.size() >= Math.min(max, MAX_PAGE)) {
+                    break;
+                }
+                out.add(new BrowsedMessage(stored.id, toInbound(destination, stored)));
+            }
+            return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /**
      * Simulates every consumer dying at once without settling anything: their subscriptions stop,
      * everything they held goes back to its queue as redelivered, and their late settle calls are ignored.
@@ -208,7 +237,7 @@ public final class InMemoryBroker implements BrokerAdapter {
         return new Connection();
     }
 
-    private final class Connection implements BrokerAdapter {
+    private final class Connection implements BrokerAdapter, DeadLetterBrowser {
         private final Set<Subscription> own = ConcurrentHashMap.newKeySet();
         private volatile boolean connectionClosed;
 
@@ -228,6 +257,14 @@ public final class InMemoryBroker implements BrokerAdapter {
                 throw new BrokerException("This in-memory broker connection is closed", false);
             }
             InMemoryBroker.this.publish(destination, message);
+        }
+
+        @Override
+        public List<BrowsedMessage> browse(String destination, String reader, int max) {
+            if (connectionClosed) {
+                throw new BrokerException("This in-memory broker connection is closed", false);
+            }
+            return InMemoryBroker.this.browse(destination, reader, max);
         }
 
         @Override
