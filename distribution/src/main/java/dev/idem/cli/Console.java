@@ -4,7 +4,9 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.idem.runtime.IdemRuntime;
+import dev.idem.runtime.config.IdemConfig;
 import dev.idem.runtime.config.RuntimeSettings;
+import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.Secret;
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,6 +15,7 @@ import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,9 +52,10 @@ final class Console implements AutoCloseable {
     static final String API = PREFIX + "/api";
     private static final String LOGIN = PREFIX + "/login";
     private static final String LOGOUT = PREFIX + "/logout";
+    static final String REPLAY = API + "/dead-letters/replay";
     private static final String ASSETS = PREFIX + "/assets/";
-    /** The largest request body read (a release's JSON, the login form). */
-    private static final int MAX_BODY = 4096;
+    /** The largest request body read (a release's or a replay's JSON, the login form). */
+    private static final int MAX_BODY = 64 * 1024;
     private static final String UPLOT = "META-INF/resources/webjars/uplot/1.6.30/dist/";
     private static final String OWN = "dev/idem/cli/console/";
 
@@ -66,20 +70,35 @@ final class Console implements AutoCloseable {
 
     private final ConsoleApi api;
     private final ConsoleAccess access;
+    /** The dead-letter view; {@code null} where none is served. */
+    private final ConsoleDeadLetters deadLetters;
     private final Map<String, byte[]> cache = new ConcurrentHashMap<>();
     /** Samples the figures every {@link ConsoleApi#SAMPLE_EVERY} from {@link #start}; {@code null} before. */
     private ScheduledExecutorService sampler;
 
     Console(ConsoleApi api, ConsoleAccess access) {
-        this.api = api;
-        this.access = access;
+        this(api, access, null);
     }
 
-    /** The console of {@code idem run}: the runtime's figures and store, the configured token and host. */
-    static Console of(IdemRuntime runtime, RuntimeSettings settings) {
+    /** @param deadLetters the dead-letter view, closed with the console; or {@code null} for none */
+    Console(ConsoleApi api, ConsoleAccess access, ConsoleDeadLetters deadLetters) {
+        this.api = api;
+        this.access = access;
+        this.deadLetters = deadLetters;
+    }
+
+    /**
+     * The console of {@code idem run}: the runtime's figures and store, the configured token and host, and the
+     * dead letters through an adapter of the configured broker of its own, as {@code idem dlq replay} opens it.
+     */
+    static Console of(IdemRuntime runtime, RuntimeSettings settings, PluginRegistry plugins) {
         Secret token = settings.console().token();
+        IdemConfig config = runtime.config();
+        ConsoleDeadLetters deadLetters = new ConsoleDeadLetters(plugins, config,
+                () -> plugins.createBroker(config.broker().type(), config.broker().config()),
+                settings.console().showPayloads());
         return new Console(new ConsoleApi(runtime),
-                new ConsoleAccess(token, settings.http().loopback(), System::nanoTime));
+                new ConsoleAccess(token, settings.http().loopback(), System::nanoTime), deadLetters);
     }
 
     /** Starts keeping the last minutes of figures (one daemon thread, {@code idem-console-sampler}). */
@@ -105,6 +124,9 @@ final class Console implements AutoCloseable {
     public synchronized void close() {
         if (sampler != null) {
             sampler.shutdownNow();
+        }
+        if (deadLetters != null) {
+            deadLetters.close();
         }
     }
 
@@ -157,6 +179,8 @@ final class Console implements AutoCloseable {
                 case API + "/health" -> json(response, callback, 200, api.health());
                 case API + "/keys" -> json(response, callback, 200, api.key(query.getValue("pipeline"),
                         query.getValue("id")));
+                case API + "/dead-letters" -> json(response, callback, 200, deadLetters().list(
+                        query.getValue("pipeline"), "true".equals(query.getValue("full"))));
                 default -> json(response, callback, 404, error("Not found: " + path + ". See the README's"
                         + " \"Operator's console\" for the API"));
             };
@@ -173,7 +197,7 @@ final class Console implements AutoCloseable {
     private boolean action(String path, Request request, Response response, Callback callback,
             ConsoleAccess.Proof proof, String sessionId) {
         String who = Request.getRemoteAddr(request);
-        if (!path.equals(API + "/keys/release") && !path.equals(LOGOUT)) {
+        if (!path.equals(API + "/keys/release") && !path.equals(REPLAY) && !path.equals(LOGOUT)) {
             return json(response, callback, 404, error("Not found: POST " + path));
         }
         String refusal = null;
@@ -201,7 +225,11 @@ final class Console implements AutoCloseable {
         try {
             body = JSON.readTree(body(request));
         } catch (JsonProcessingException e) {
-            return json(response, callback, 400, error("The body must be JSON: {\"pipeline\": ..., \"id\": ...}"));
+            return json(response, callback, 400, error("The body must be JSON: {\"pipeline\": ..., "
+                    + (path.equals(REPLAY) ? "\"ids\": [...]}" : "\"id\": ...}")));
+        }
+        if (path.equals(REPLAY)) {
+            return replay(body, who, proof, response, callback);
         }
         String pipeline = body == null ? null : body.path("pipeline").asText(null);
         String id = body == null ? null : body.path("id").asText(null);
@@ -218,6 +246,48 @@ final class Console implements AutoCloseable {
                 StoreCommand.escape(pipeline), Boolean.TRUE.equals(answer.get("released")) ? "removed, it was "
                         + answer.get("was") : "nothing to release, it was absent");
         return json(response, callback, 200, answer);
+    }
+
+    /** A replay of dead letters: some by their IDs, or one group by its cause (and exception class). */
+    private boolean replay(JsonNode body, String who, ConsoleAccess.Proof proof, Response response,
+            Callback callback) {
+        String pipeline = body == null ? null : body.path("pipeline").asText(null);
+        List<String> ids = null;
+        if (body != null && body.has("ids")) {
+            if (!body.get("ids").isArray()) {
+                return json(response, callback, 400, error("\"ids\" must be a list of dead-letter IDs"));
+            }
+            ids = new ArrayList<>();
+            for (JsonNode id : body.get("ids")) {
+                ids.add(id.asText());
+            }
+        }
+        String cause = body == null ? null : body.path("cause").asText(null);
+        String exception = body == null ? null : body.path("exception").asText(null);
+        String what = ids != null ? ids.size() + (ids.size() == 1 ? " dead letter " + StoreCommand.escape(ids.get(0))
+                : " dead letters") : "the group " + StoreCommand.escape(String.valueOf(cause))
+                + (exception == null ? "" : " " + StoreCommand.escape(exception));
+        log.info("Console: {} ({}) replays {} of pipeline {}", who, by(proof), what,
+                StoreCommand.escape(String.valueOf(pipeline)));
+        Map<String, Object> answer;
+        try {
+            answer = deadLetters().replay(pipeline, ids, cause, exception);
+        } catch (ConsoleApi.Refused e) {
+            log.warn("Console: {} ({}) asked to replay {} of pipeline {}: refused, {}", who, by(proof), what,
+                    StoreCommand.escape(String.valueOf(pipeline)), e.getMessage());
+            throw e;
+        }
+        log.info("Console: {} ({}) replayed {} of pipeline {}: {} moved, {} skipped, {} failed{}", who, by(proof),
+                what, StoreCommand.escape(pipeline), answer.get("moved"), answer.get("skipped"), answer.get("failed"),
+                Boolean.TRUE.equals(answer.get("incomplete")) ? ", incomplete" : "");
+        return json(response, callback, 200, answer);
+    }
+
+    private ConsoleDeadLetters deadLetters() {
+        if (deadLetters == null) {
+            throw new ConsoleApi.Refused(501, "This console shows no dead letters");
+        }
+        return deadLetters;
     }
 
     private static String by(ConsoleAccess.Proof proof) {

@@ -2,19 +2,15 @@ package dev.idem.cli;
 
 import dev.idem.runtime.config.IdemConfig;
 import dev.idem.runtime.config.PipelineConfig;
-import dev.idem.runtime.config.PluginSection;
 import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.ConfigKey;
-import dev.idem.spi.IdExtractor;
-import dev.idem.spi.InboundMessage;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -92,34 +88,9 @@ final class DlqCommand implements Callable<Integer> {
             PluginRegistry registry = setup.plugins();
             IdemConfig config = setup.config(registry);
             PipelineConfig p = pipeline(config);
-            if (p.source().equals(p.deadLetter())) {
-                throw new Main.UsageError("Pipeline '" + p.name() + "' dead-letters to its own source '"
-                        + p.source() + "': there is nothing to move back");
-            }
-            if (aggregate != null && p.sequence() == null) {
-                throw new Main.UsageError("--aggregate picks the dead letters of one aggregate of the sequence guard,"
-                        + " and pipeline '" + p.name() + "' has none (pipelines." + p.name() + ".sequence)");
-            }
-            Function<InboundMessage, String> keys = keys(registry, p.idExtractors());
-            DlqReplay.Sequence sequence = p.sequence() == null ? null
-                    : new DlqReplay.Sequence(keys(registry, p.sequence().aggregate()),
-                            keys(registry, p.sequence().number()));
+            DlqReplay.check(p, options);
             try (BrokerAdapter broker = registry.createBroker(config.broker().type(), config.broker().config())) {
-                String deadLetters = p.deadLetter() != null ? p.deadLetter()
-                        : broker.defaultDeadLetterDestination(p.source());
-                if (deadLetters == null) {
-                    throw new Main.CommandFailed("Pipeline '" + p.name() + "' names no dead-letter destination and the"
-                            + " broker '" + config.broker().type() + "' has none by default: set pipelines." + p.name()
-                            + ".dead-letter");
-                }
-                if (deadLetters.equals(p.source())) {
-                    throw new Main.UsageError("The broker '" + config.broker().type() + "' dead-letters the"
-                            + " messages of pipeline '" + p.name() + "' to its own source '" + p.source()
-                            + "': there is nothing to move back");
-                }
-                DlqReplay.Report report = new DlqReplay(broker,
-                        new DlqReplay.Target(p.name(), p.source(), deadLetters), options, keys, sequence, out).run();
-                return report.ok() ? Main.OK : Main.FAILED;
+                return DlqReplay.replay(registry, config, p, broker, options, out).ok() ? Main.OK : Main.FAILED;
             }
         }
 
@@ -161,27 +132,6 @@ final class DlqCommand implements Callable<Integer> {
                         + config.pipelines().keySet());
             }
             return p;
-        }
-
-        /**
-         * The first value an extractor chain finds in a message, as the runtime reads it: the idempotency key ({@code
-         * id}), or the sequence guard's aggregate or number; built through the plugin registry as the runtime builds
-         * them.
-         */
-        private static Function<InboundMessage, String> keys(PluginRegistry registry, List<PluginSection> chain) {
-            List<IdExtractor> extractors = new ArrayList<>();
-            for (PluginSection section : chain) {
-                extractors.add(registry.createIdExtractor(section.type(), section.config()));
-            }
-            return message -> {
-                for (IdExtractor extractor : extractors) {
-                    String key = extractor.extract(message);
-                    if (key != null && !key.isEmpty()) {
-                        return key;
-                    }
-                }
-                return null;
-            };
         }
     }
 }

@@ -1,11 +1,16 @@
 package dev.idem.cli;
 
+import dev.idem.runtime.config.IdemConfig;
+import dev.idem.runtime.config.PipelineConfig;
+import dev.idem.runtime.config.PluginSection;
+import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.Backlog;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.BrokerException;
 import dev.idem.spi.ConfigKey;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.Delivery;
+import dev.idem.spi.IdExtractor;
 import dev.idem.spi.InboundMessage;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Subscription;
@@ -30,6 +35,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * Moves the dead letters of one pipeline back to its source, through any {@link BrokerAdapter}: it reads the
@@ -118,14 +124,21 @@ final class DlqReplay {
      * @param aggregate move only the dead letters of this aggregate of the sequence guard, in sequence order; or
      *        {@code null}
      * @param cause move only dead letters with this cause ({@code sequence-gap}, ...); or {@code null}
+     * @param selected move only the dead letters it accepts, given each as the destination holds it (the console's
+     *        selection: some messages, or a group of one cause); or {@code null} for all
      */
-    record Options(Integer limit, Set<String> ids, boolean dryRun, Duration idle, String aggregate, String cause) {
+    record Options(Integer limit, Set<String> ids, boolean dryRun, Duration idle, String aggregate, String cause,
+            Predicate<InboundMessage> selected) {
         Options {
             ids = Set.copyOf(ids);
         }
 
+        Options(Integer limit, Set<String> ids, boolean dryRun, Duration idle, String aggregate, String cause) {
+            this(limit, ids, dryRun, idle, aggregate, cause, null);
+        }
+
         Options(Integer limit, Set<String> ids, boolean dryRun, Duration idle) {
-            this(limit, ids, dryRun, idle, null, null);
+            this(limit, ids, dryRun, idle, null, null, null);
         }
     }
 
@@ -171,6 +184,7 @@ final class DlqReplay {
     private int otherPipeline;
     private int notMatching;
     private int otherCause;
+    private int notSelected;
     private int otherAggregate;
     private int withoutNumber;
     /** Dead letters of the aggregate not moved: behind a failure, or past {@code --limit}. */
@@ -210,6 +224,85 @@ final class DlqReplay {
         this.keys = keys;
         this.sequence = sequence;
         this.out = out;
+    }
+
+    /**
+     * Moves the dead letters of pipeline {@code p} back to its source through {@code broker}, as {@code idem dlq replay}
+     * does: the one way the CLI and the console replay. The pipeline's idempotency key and sequence guard are built
+     * through {@code registry} as the runtime builds them.
+     *
+     * @param broker an adapter of the configured broker; not closed here
+     * @throws Main.UsageError when the pipeline dead-letters to its own source, or {@code --aggregate} is given for a
+     *         pipeline without a sequence guard
+     * @throws Main.CommandFailed when neither the pipeline nor the broker names a dead-letter destination
+     * @throws BrokerException if the destination cannot be read
+     */
+    static Report replay(PluginRegistry registry, IdemConfig config, PipelineConfig p, BrokerAdapter broker,
+            Options options, PrintWriter out) {
+        check(p, options);
+        Function<InboundMessage, String> keys = keys(registry, p.idExtractors());
+        Sequence sequence = p.sequence() == null ? null
+                : new Sequence(keys(registry, p.sequence().aggregate()), keys(registry, p.sequence().number()));
+        String deadLetters = deadLetters(config, p, broker);
+        if (deadLetters.equals(p.source())) {
+            throw new Main.UsageError("The broker '" + config.broker().type() + "' dead-letters the"
+                    + " messages of pipeline '" + p.name() + "' to its own source '" + p.source()
+                    + "': there is nothing to move back");
+        }
+        return new DlqReplay(broker, new Target(p.name(), p.source(), deadLetters), options, keys, sequence, out)
+                .run();
+    }
+
+    /**
+     * What the configuration alone tells against a replay, checked before any broker is contacted.
+     *
+     * @throws Main.UsageError when the pipeline dead-letters to its own source, or {@code --aggregate} is given for a
+     *         pipeline without a sequence guard
+     */
+    static void check(PipelineConfig p, Options options) {
+        if (p.source().equals(p.deadLetter())) {
+            throw new Main.UsageError("Pipeline '" + p.name() + "' dead-letters to its own source '"
+                    + p.source() + "': there is nothing to move back");
+        }
+        if (options.aggregate() != null && p.sequence() == null) {
+            throw new Main.UsageError("--aggregate picks the dead letters of one aggregate of the sequence guard,"
+                    + " and pipeline '" + p.name() + "' has none (pipelines." + p.name() + ".sequence)");
+        }
+    }
+
+    /**
+     * Where pipeline {@code p}'s dead letters are: its {@code dead-letter}, or the broker's default.
+     *
+     * @throws Main.CommandFailed when neither names one
+     */
+    static String deadLetters(IdemConfig config, PipelineConfig p, BrokerAdapter broker) {
+        String deadLetters = p.deadLetter() != null ? p.deadLetter() : broker.defaultDeadLetterDestination(p.source());
+        if (deadLetters == null) {
+            throw new Main.CommandFailed("Pipeline '" + p.name() + "' names no dead-letter destination and the"
+                    + " broker '" + config.broker().type() + "' has none by default: set pipelines." + p.name()
+                    + ".dead-letter");
+        }
+        return deadLetters;
+    }
+
+    /**
+     * The first value an extractor chain finds in a message, as the runtime reads it: the idempotency key ({@code
+     * id}), or the sequence guard's aggregate or number; built through the plugin registry as the runtime builds them.
+     */
+    static Function<InboundMessage, String> keys(PluginRegistry registry, List<PluginSection> chain) {
+        List<IdExtractor> extractors = new ArrayList<>();
+        for (PluginSection section : chain) {
+            extractors.add(registry.createIdExtractor(section.type(), section.config()));
+        }
+        return message -> {
+            for (IdExtractor extractor : extractors) {
+                String key = extractor.extract(message);
+                if (key != null && !key.isEmpty()) {
+                    return key;
+                }
+            }
+            return null;
+        };
     }
 
     /** @throws BrokerException if the destination cannot be read */
@@ -266,7 +359,8 @@ final class DlqReplay {
                 }
             }
         }
-        int skipped = otherPipeline + notMatching + otherCause + otherAggregate + withoutNumber + notMoved + again;
+        int skipped = otherPipeline + notMatching + otherCause + notSelected + otherAggregate + withoutNumber
+                + notMoved + again;
         summary(skipped);
         return new Report(moved, skipped, failed, incomplete);
     }
@@ -355,6 +449,10 @@ final class DlqReplay {
         }
         if (options.cause() != null && !options.cause().equals(m.headers().get(DeadLetterReason.HEADER_CAUSE))) {
             otherCause++;
+            return true;
+        }
+        if (options.selected() != null && !options.selected().test(m)) {
+            notSelected++;
             return true;
         }
         if (options.aggregate() != null) {
@@ -636,6 +734,7 @@ final class DlqReplay {
             part(why, otherPipeline, "of other pipelines");
             part(why, notMatching, "not matching --id");
             part(why, otherCause, "not matching --cause");
+            part(why, notSelected, "not selected");
             part(why, otherAggregate, "of other aggregates");
             part(why, withoutNumber, "without a sequence number");
             part(why, notMoved, "of the aggregate not moved");

@@ -61,7 +61,7 @@ final class RunCommand implements Callable<Integer> {
         }
         RuntimeSettings settings = runtime.config().runtime();
         OpsServer ops = bound.get() == null ? null : settings.console().enabled()
-                ? bound.get().serve(runtime, registry, Console.of(runtime, settings))
+                ? bound.get().serve(runtime, registry, Console.of(runtime, settings, setup.plugins()))
                 : bound.get().serve(runtime, registry);
         CountDownLatch stopped = new CountDownLatch(1);
         ExitGuard.whenExiting(() -> {

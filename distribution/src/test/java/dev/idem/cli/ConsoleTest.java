@@ -14,7 +14,9 @@ import dev.idem.api.Message;
 import dev.idem.api.MessageHandler;
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
+import dev.idem.runtime.plugin.PluginRegistry;
 import dev.idem.spi.ConfigException;
+import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Secret;
 import dev.idem.testkit.memory.InMemoryBroker;
@@ -26,6 +28,8 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -65,15 +69,31 @@ class ConsoleTest {
         final OpsServer server;
 
         Served(Secret token, boolean loopback) {
+            this(token, loopback, false);
+        }
+
+        Served(Secret token, boolean loopback, boolean showPayloads) {
             runtime = Idem.builder().configYaml("""
                     broker: {type: memory}
                     store: {type: caffeine}
                     pipelines:
-                      orders: {source: orders, handler-timeout: 1m}
+                      orders: {source: orders, dead-letter: orders.dlq, handler-timeout: 1m}
                     runtime: {summary-interval: 0s}
                     """).broker("memory", broker).handler("orders", handler).meterRegistry(registry).start();
-            Console console = new Console(new ConsoleApi(runtime), new ConsoleAccess(token, loopback, System::nanoTime));
+            ConsoleDeadLetters deadLetters = new ConsoleDeadLetters(PluginRegistry.discover(), runtime.config(),
+                    broker::connect, showPayloads);
+            Console console = new Console(new ConsoleApi(runtime), new ConsoleAccess(token, loopback, System::nanoTime),
+                    deadLetters);
             server = OpsServer.bind("127.0.0.1", 0).serve(runtime, registry, console);
+        }
+
+        /** Puts a dead letter into {@code orders.dlq} as the runtime writes one. */
+        void deadLetter(String id, String cause, String detail, int attempts, byte[] payload,
+                Map<String, String> headers) {
+            Map<String, String> all = new HashMap<>(headers);
+            all.put("message-id", id);
+            all.putAll(new DeadLetterReason(cause, detail, attempts, "orders").toHeaders());
+            broker.publish("orders.dlq", new OutboundMessage(null, null, all, payload));
         }
 
         void publish(String id) {
@@ -296,5 +316,150 @@ class ConsoleTest {
         assertThat(e).hasMessageContaining("runtime.console.enabled").hasMessageContaining("runtime.console.token");
         Idem.builder().configYaml(yaml.replace("enabled: true}", "enabled: true, token: s3cret}"))
                 .broker("memory", new InMemoryBroker()).handler("orders", new Handler()).validate();
+    }
+
+    private HttpResponse<String> replay(String body, String... headers) throws Exception {
+        return post("/console/api/dead-letters/replay", "application/json", body, headers);
+    }
+
+    private static byte[] utf8(String text) {
+        return text.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void deadLettersAreGroupedByCauseWithHeadersMaskedAndPayloadsEscapedAndCut() throws Exception {
+        served = new Served(new Secret(TOKEN), true);
+        served.deadLetter("a-1", "handler-failed", "java.lang.IllegalStateException: boom", 3, utf8("{\"n\": 1}"),
+                Map.of("Authorization", "Bearer top-secret", "tenant", "acme"));
+        served.deadLetter("a-2", "handler-failed", "java.lang.IllegalStateException: boom again", 3, utf8("{}"),
+                Map.of());
+        served.deadLetter("b-1", "handler-failed", "java.io.UncheckedIOException: disk", 1, utf8("{}"), Map.of());
+        byte[] big = new byte[1000];
+        java.util.Arrays.fill(big, (byte) 'x');
+        big[0] = 0x1b; // ESC: a control character, escaped
+        big[1] = (byte) 0xff; // not UTF-8
+        served.deadLetter("c-1", "invalid-payload", "$.amount: expected a number", 1, big, Map.of());
+        served.deadLetter("d-1", "sequence-gap", "expected 4, got 6", 0, utf8("<script>alert(1)</script>"), Map.of());
+        served.broker.publish("orders.dlq", new OutboundMessage(null, null, Map.of("message-id", "other-1",
+                DeadLetterReason.HEADER_CAUSE, "handler-failed", DeadLetterReason.HEADER_PIPELINE, "payments"),
+                utf8("{}")));
+
+        JsonNode answer = json(get("/console/api/dead-letters?pipeline=orders"));
+        assertThat(answer.path("destination").asText()).isEqualTo("orders.dlq");
+        assertThat(answer.path("read").asInt()).isEqualTo(6);
+        assertThat(answer.path("otherPipelines").asInt()).isEqualTo(1);
+        assertThat(answer.path("showPayloads").asBoolean()).isFalse();
+        JsonNode groups = answer.path("groups");
+        assertThat(groups).extracting(g -> g.path("cause").asText() + " " + g.path("exception").asText("-")
+                + " " + g.path("count").asInt()).containsExactly("handler-failed java.lang.IllegalStateException 2",
+                        "handler-failed java.io.UncheckedIOException 1", "invalid-payload - 1", "sequence-gap - 1");
+
+        JsonNode a1 = groups.get(0).path("messages").get(0);
+        assertThat(a1.path("key").asText()).isEqualTo("a-1");
+        assertThat(a1.path("attempts").asInt()).isEqualTo(3);
+        assertThat(a1.path("detail").asText()).isEqualTo("java.lang.IllegalStateException: boom");
+        assertThat(a1.path("payload").asText()).isEqualTo("{\"n\": 1}");
+        assertThat(a1.path("truncated").asBoolean()).isFalse();
+        assertThat(a1.path("headers").path("tenant").asText()).isEqualTo("acme");
+        assertThat(a1.path("headers").path("Authorization").asText()).as("a secret's value never leaves")
+                .isEqualTo(ConsoleDeadLetters.MASKED);
+        assertThat(a1.path("id").asText()).hasSize(64);
+
+        JsonNode c1 = groups.get(2).path("messages").get(0);
+        assertThat(c1.path("payloadBytes").asInt()).isEqualTo(1000);
+        assertThat(c1.path("truncated").asBoolean()).isTrue();
+        assertThat(c1.path("payload").asText()).startsWith("\\u001b\\xff")
+                .isEqualTo("\\u001b\\xff" + "x".repeat(ConsoleDeadLetters.PREVIEW_BYTES - 2));
+        assertThat(groups.get(3).path("messages").get(0).path("payload").asText())
+                .as("text as it is: the page shows it as text, never as HTML").isEqualTo("<script>alert(1)</script>");
+
+        assertThat(get("/console/api/dead-letters?pipeline=orders&full=true").statusCode())
+                .as("whole payloads only with runtime.console.show-payloads").isEqualTo(403);
+        assertThat(get("/console/api/dead-letters?pipeline=nope").statusCode()).isEqualTo(404);
+        assertThat(json(get("/console/api/dead-letters?pipeline=orders")).path("read").asInt())
+                .as("showing took nothing").isEqualTo(6);
+        assertThat(served.broker.depth("orders.dlq")).isEqualTo(6);
+    }
+
+    @Test
+    void wholePayloadsOnlyWhenTheConfigurationAllows() throws Exception {
+        served = new Served(new Secret(TOKEN), true, true);
+        served.deadLetter("big", "invalid-payload", "too long", 1, utf8("y".repeat(600)), Map.of());
+        JsonNode cut = json(get("/console/api/dead-letters?pipeline=orders")).path("groups").get(0)
+                .path("messages").get(0);
+        assertThat(cut.path("payload").asText()).hasSize(ConsoleDeadLetters.PREVIEW_BYTES);
+        JsonNode whole = json(get("/console/api/dead-letters?pipeline=orders&full=true")).path("groups").get(0)
+                .path("messages").get(0);
+        assertThat(whole.path("payload").asText()).isEqualTo("y".repeat(600));
+        assertThat(whole.path("truncated").asBoolean()).isFalse();
+    }
+
+    @Test
+    void replayingNeedsTheTokenAndTheCsrfTokenMovesTheSelectionOnceAndIsLogged() throws Exception {
+        Logger consoleLog = (Logger) LoggerFactory.getLogger(Console.class);
+        ListAppender<ILoggingEvent> logged = new ListAppender<>();
+        logged.start();
+        consoleLog.addAppender(logged);
+        try {
+            served = new Served(new Secret(TOKEN), true);
+            served.deadLetter("r-1", "handler-failed", "java.lang.IllegalStateException: boom", 3, utf8("{}"),
+                    Map.of());
+            served.deadLetter("r-2", "handler-failed", "java.lang.IllegalStateException: boom", 3, utf8("{}"),
+                    Map.of());
+            served.deadLetter("g-1", "sequence-gap", "expected 4, got 6", 0, utf8("{}"), Map.of());
+            served.deadLetter("g-2", "sequence-gap", "expected 4, got 7", 0, utf8("{}"), Map.of());
+            JsonNode groups = json(get("/console/api/dead-letters?pipeline=orders")).path("groups");
+            String r1 = groups.get(0).path("messages").get(0).path("id").asText();
+            String body = "{\"pipeline\": \"orders\", \"ids\": [\"" + r1 + "\"]}";
+
+            assertThat(replay(body).statusCode()).as("no token").isEqualTo(401);
+            assertThat(replay(body, "Authorization", "Bearer wrong").statusCode()).isEqualTo(401);
+            String cookie = logIn();
+            String csrf = json(get("/console/api/session", "Cookie", cookie)).path("csrf").asText();
+            assertThat(replay(body, "Cookie", cookie).statusCode()).as("no CSRF token").isEqualTo(403);
+            assertThat(replay(body, "Cookie", cookie, ConsoleAccess.CSRF_HEADER, "forged").statusCode())
+                    .isEqualTo(403);
+            assertThat(served.broker.depth("orders.dlq")).as("nothing refused moved a dead letter").isEqualTo(4);
+
+            HttpResponse<String> one = replay(body, "Cookie", cookie, ConsoleAccess.CSRF_HEADER, csrf);
+            assertThat(one.statusCode()).isEqualTo(200);
+            assertThat(json(one).path("ok").asBoolean()).isTrue();
+            assertThat(json(one).path("moved").asInt()).isEqualTo(1);
+            assertThat(json(one).path("skipped").asInt()).isEqualTo(3);
+            assertThat(json(one).path("lines")).extracting(JsonNode::asText)
+                    .anySatisfy(line -> assertThat(line).contains("moved").contains("r-1"));
+            await().atMost(Duration.ofSeconds(10)).until(() -> json(get("/console/api/keys?pipeline=orders&id=r-1"))
+                    .path("state").asText().equals("completed"));
+
+            HttpResponse<String> group = replay("{\"pipeline\": \"orders\", \"cause\": \"sequence-gap\"}",
+                    "Authorization", "Bearer " + TOKEN);
+            assertThat(json(group).path("moved").asInt()).as("the whole group, by a script's bearer token")
+                    .isEqualTo(2);
+            JsonNode left = json(get("/console/api/dead-letters?pipeline=orders")).path("groups");
+            assertThat(left).hasSize(1);
+            assertThat(left.get(0).path("messages")).extracting(m -> m.path("key").asText()).containsExactly("r-2");
+            await().atMost(Duration.ofSeconds(10)).until(() -> List.of("g-1", "g-2").stream().allMatch(id -> {
+                try {
+                    return json(get("/console/api/keys?pipeline=orders&id=" + id)).path("state").asText()
+                            .equals("completed");
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }));
+            assertThat(served.runtime.meterRegistry().find("idem.messages").tag("outcome", "processed").counter()
+                    .count()).as("each replayed message processed once").isEqualTo(3.0);
+            assertThat(replay("{\"pipeline\": \"orders\"}", "Authorization", "Bearer " + TOKEN).statusCode())
+                    .as("nothing selected").isEqualTo(400);
+
+            assertThat(logged.list).map(ILoggingEvent::getFormattedMessage)
+                    .anySatisfy(m -> assertThat(m).contains("127.0.0.1").contains("console session")
+                            .contains("replayed 1 dead letter " + r1).contains("1 moved"))
+                    .anySatisfy(m -> assertThat(m).contains("bearer token").contains("the group sequence-gap")
+                            .contains("2 moved"))
+                    .anySatisfy(m -> assertThat(m).contains("refused POST /console/api/dead-letters/replay"))
+                    .noneSatisfy(m -> assertThat(m).contains(TOKEN).contains(csrf));
+        } finally {
+            consoleLog.detachAppender(logged);
+        }
     }
 }

@@ -1,4 +1,5 @@
-// The Idem console's page: polls /console/api/metrics, draws rates with uPlot, looks keys up and releases claims.
+// The Idem console's page: polls /console/api/metrics, draws rates with uPlot, shows and replays dead letters,
+// looks keys up and releases claims.
 // Everything the server sends is shown through textContent, never as HTML.
 (function () {
   "use strict";
@@ -55,7 +56,7 @@
       });
       s.appendChild(out);
     } else if (session.tokenConfigured) {
-      const a = el("a", "log in to release claims");
+      const a = el("a", "log in to replay and release");
       a.href = "/console/login";
       s.appendChild(a);
     } else {
@@ -254,8 +255,149 @@
     }
   }
 
+  let deadLetters = null; // the last answer of /dead-letters
+
+  async function loadDeadLetters(event) {
+    if (event) { event.preventDefault(); }
+    const pipeline = $("dl-pipeline").value;
+    const full = $("dl-full").checked ? "&full=true" : "";
+    $("dl-groups").textContent = "";
+    $("dl-summary").textContent = "reading…";
+    try {
+      deadLetters = await call("/dead-letters?pipeline=" + encodeURIComponent(pipeline) + full);
+    } catch (e) {
+      $("dl-summary").textContent = "";
+      $("dl-summary").appendChild(el("p", "Cannot show the dead letters: " + e.message, "error"));
+      return;
+    }
+    renderDeadLetters();
+  }
+
+  function renderDeadLetters() {
+    const d = deadLetters;
+    $("dl-full-label").hidden = !d.showPayloads;
+    $("dl-replay-selected").hidden = !session.actions;
+    const summary = $("dl-summary");
+    summary.textContent = "";
+    let text = d.read === 0 ? "No dead letters in '" + d.destination + "'."
+        : "Read " + d.read + " dead letters from '" + d.destination + "'" + (d.more ? " (the first " + d.page
+          + "; more wait behind them)" : "") + ".";
+    if (d.otherPipelines > 0) { text += " " + d.otherPipelines + " of other pipelines are not shown."; }
+    summary.appendChild(el("p", text));
+    const groups = $("dl-groups");
+    groups.textContent = "";
+    d.groups.forEach(g => groups.appendChild(renderGroup(d.pipeline, g)));
+  }
+
+  function renderGroup(pipeline, g) {
+    const box = el("div", null, "dl-group");
+    box.dataset.cause = g.cause;
+    if (g.exception) { box.dataset.exception = g.exception; }
+    const head = el("h3");
+    head.appendChild(el("span", g.cause, "dl-cause"));
+    if (g.exception) { head.appendChild(el("span", " " + g.exception, "dl-exception")); }
+    head.appendChild(el("span", " · " + g.count + (g.count === 1 ? " message" : " messages"), "dl-count"));
+    if (session.actions) {
+      const b = el("button", "Replay this group", "danger dl-replay-group");
+      b.type = "button";
+      b.addEventListener("click", () => replay({pipeline: pipeline, cause: g.cause, exception: g.exception},
+          "every dead letter of the group '" + g.cause + (g.exception ? " " + g.exception : "") + "'"));
+      head.appendChild(b);
+    }
+    box.appendChild(head);
+    const table = el("table", null, "dl-messages");
+    const hr = el("tr");
+    ["", "key / message ID", "attempts", "reason", "payload", "headers", ""].forEach(h => hr.appendChild(el("th", h)));
+    table.appendChild(hr);
+    g.messages.forEach(m => {
+      const tr = el("tr", null, "dl-message");
+      tr.dataset.id = m.id;
+      const pick = el("td");
+      if (session.actions) {
+        const c = el("input");
+        c.type = "checkbox";
+        c.className = "dl-pick";
+        c.value = m.id;
+        pick.appendChild(c);
+      }
+      tr.appendChild(pick);
+      const who = el("td");
+      who.appendChild(el("div", m.key || m.messageId || "(no ID)", "dl-key"));
+      who.appendChild(el("div", "at " + m.position, "dl-position"));
+      tr.appendChild(who);
+      tr.appendChild(el("td", m.attempts === null ? "" : m.attempts, "num"));
+      tr.appendChild(el("td", m.detail, "dl-detail"));
+      const payload = el("td");
+      payload.appendChild(el("pre", m.payload, "dl-payload"));
+      payload.appendChild(el("div", m.payloadBytes + " bytes" + (m.truncated ? ", first " + m.payload.length
+          + " characters shown" : ""), "dl-size"));
+      tr.appendChild(payload);
+      const headers = el("td");
+      const details = el("details");
+      details.appendChild(el("summary", Object.keys(m.headers).length + " headers"));
+      const dl = el("dl", null, "dl-headers");
+      Object.entries(m.headers).forEach(([k, v]) => { dl.appendChild(el("dt", k)); dl.appendChild(el("dd", v)); });
+      details.appendChild(dl);
+      headers.appendChild(details);
+      tr.appendChild(headers);
+      const act = el("td");
+      if (session.actions) {
+        const b = el("button", "Replay", "dl-replay-one");
+        b.type = "button";
+        b.addEventListener("click", () => replay({pipeline: pipeline, ids: [m.id]},
+            "the dead letter '" + (m.key || m.messageId || m.position) + "'"));
+        act.appendChild(b);
+      }
+      tr.appendChild(act);
+      table.appendChild(tr);
+    });
+    box.appendChild(table);
+    return box;
+  }
+
+  function replaySelected() {
+    const ids = Array.from(document.querySelectorAll(".dl-pick:checked")).map(c => c.value);
+    if (ids.length === 0) {
+      showReplay(null, "Select dead letters first.");
+      return;
+    }
+    replay({pipeline: deadLetters.pipeline, ids: ids}, ids.length + " selected dead letters");
+  }
+
+  async function replay(body, what) {
+    if (!window.confirm("Replay " + what + "? Each moves back to the pipeline's source and is processed again.")) {
+      return;
+    }
+    showReplay(null, "replaying " + what + "…");
+    try {
+      const answer = await call("/dead-letters/replay", {method: "POST", headers: csrfHeaders(),
+        body: JSON.stringify(body)});
+      showReplay(answer, null);
+    } catch (e) {
+      showReplay(null, "Replay failed: " + e.message, true);
+      return;
+    }
+    await loadDeadLetters();
+  }
+
+  function showReplay(answer, note, isError) {
+    const r = $("dl-result");
+    r.textContent = "";
+    if (note) { r.appendChild(el("p", note, isError ? "error" : null)); }
+    if (answer) {
+      const p = el("p", (answer.ok ? "Done: " : "Not all moved: ") + answer.moved + " moved, " + answer.skipped
+          + " skipped, " + answer.failed + " failed" + (answer.incomplete ? ", incomplete" : "") + ".",
+          answer.ok ? "dl-ok" : "error");
+      p.id = "dl-outcome";
+      r.appendChild(p);
+      r.appendChild(el("pre", answer.lines.join("\n"), "dl-lines"));
+    }
+  }
+
   async function start() {
     $("confirm-cancel").addEventListener("click", () => { $("confirm").hidden = true; });
+    $("dl-form").addEventListener("submit", loadDeadLetters);
+    $("dl-replay-selected").addEventListener("click", replaySelected);
     $("key-form").addEventListener("submit", lookUp);
     try {
       session = await call("/session");
@@ -275,6 +417,9 @@
       const o = el("option", p.name);
       o.value = p.name;
       select.appendChild(o);
+      const d = el("option", p.name);
+      d.value = p.name;
+      $("dl-pipeline").appendChild(d);
       makeCharts(p.name);
     });
     renderPipelines(null);

@@ -162,7 +162,8 @@ public final class ConfigLoader {
                         new RuntimeSettings.Http(runtime.get(RuntimeConfigSpecs.HTTP_ENABLED),
                                 runtime.get(RuntimeConfigSpecs.HTTP_HOST), runtime.get(RuntimeConfigSpecs.HTTP_PORT)),
                         new RuntimeSettings.Console(runtime.get(RuntimeConfigSpecs.CONSOLE_ENABLED),
-                                runtime.get(RuntimeConfigSpecs.CONSOLE_TOKEN))));
+                                runtime.get(RuntimeConfigSpecs.CONSOLE_TOKEN),
+                                runtime.get(RuntimeConfigSpecs.CONSOLE_SHOW_PAYLOADS))));
     }
 
     /** The runtime's own keys of a plugin section such as {@code store}; the selector checks the rest. */

@@ -420,6 +420,12 @@ public final class RuntimeConfigSpecs {
                     + " not a loopback address; actions (releasing a claim) need it always, so without it the"
                     + " console only shows.");
 
+    public static final ConfigKey<Boolean> CONSOLE_SHOW_PAYLOADS = ConfigKey.bool("console.show-payloads")
+            .defaultValue(false)
+            .doc("Whether the console's dead-letter view may send a dead letter's whole payload to the browser, on"
+                    + " request. Off, it shows the first 256 bytes of each, escaped: payloads may hold personal"
+                    + " data.");
+
     /** The keys of the {@code runtime} section. */
     public static final ConfigSpec RUNTIME = ConfigSpec.builder()
             .define(SHUTDOWN_TIMEOUT)
@@ -430,6 +436,7 @@ public final class RuntimeConfigSpecs {
             .define(HTTP_PORT)
             .define(CONSOLE_ENABLED)
             .define(CONSOLE_TOKEN)
+            .define(CONSOLE_SHOW_PAYLOADS)
             .build();
 
     private RuntimeConfigSpecs() {

@@ -44,7 +44,13 @@ public record RuntimeSettings(Duration shutdownTimeout, Duration summaryInterval
      * @param enabled whether {@code idem run} serves the console under {@code /console} on the ops port
      * @param token what a request must show ({@code Authorization: Bearer}, or the login form); {@code null} when
      *        none is configured: then the console only shows, and only on a loopback host
+     * @param showPayloads whether the dead-letter view may send whole payloads to the browser (off: their first bytes)
      */
-    public record Console(boolean enabled, Secret token) {
+    public record Console(boolean enabled, Secret token, boolean showPayloads) {
+
+        /** A console that shows the first bytes of payloads only. */
+        public Console(boolean enabled, Secret token) {
+            this(enabled, token, false);
+        }
     }
 }
