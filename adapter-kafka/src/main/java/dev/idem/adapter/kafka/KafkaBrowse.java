@@ -147,6 +147,7 @@ final class KafkaBrowse {
     private Map<String, Object> consumer() {
         Map<String, Object> p = settings.consumer("browse", 500, null);
         p.remove(ConsumerConfig.GROUP_ID_CONFIG);
+        p.remove(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG);
         p.remove(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-browse");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);

@@ -411,14 +411,14 @@ public final class RuntimeConfigSpecs {
 
     public static final ConfigKey<Boolean> CONSOLE_ENABLED = ConfigKey.bool("console.enabled").defaultValue(false)
             .doc("Whether `idem run` serves the operator's console under /console on the health and metrics port"
-                    + " (`http.*`): pipelines, live figures, key lookup and release, and its JSON API under"
-                    + " /console/api. Off a loopback `http.host` it needs `console.token`.");
+                    + " (`http.*`): pipelines, live figures, dead letters and their replay, key lookup and release,"
+                    + " and its JSON API under /console/api. Off a loopback `http.host` it needs `console.token`.");
 
     public static final ConfigKey<Secret> CONSOLE_TOKEN = ConfigKey.secret("console.token")
             .doc("The console's token, best given as ${IDEM_CONSOLE_TOKEN}: sent as `Authorization: Bearer` or"
                     + " typed into the console's login form. Every page and API call needs it when `http.host` is"
-                    + " not a loopback address; actions (releasing a claim) need it always, so without it the"
-                    + " console only shows.");
+                    + " not a loopback address; actions (replaying dead letters, releasing a claim) need it always, so"
+                    + " without it the console only shows.");
 
     public static final ConfigKey<Boolean> CONSOLE_SHOW_PAYLOADS = ConfigKey.bool("console.show-payloads")
             .defaultValue(false)
