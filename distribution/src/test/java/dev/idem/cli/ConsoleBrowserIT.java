@@ -1,8 +1,13 @@
 package dev.idem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConnectionFactory;
+import dev.idem.cli.dlq.ReplayHandler;
 import dev.idem.spi.Secret;
+import dev.idem.testkit.ExternalService;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -10,10 +15,15 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.awaitility.core.ConditionTimeoutException;
+import org.awaitility.core.TerminalFailureException;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
@@ -28,15 +38,26 @@ import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
  * The console in a real headless Chromium (Debian's {@code chromium} and {@code chromium-driver}, or
- * {@code IDEM_TEST_CHROMIUM} and {@code IDEM_TEST_CHROMEDRIVER}), on a real runtime ({@link ConsoleTest.Served}): the
- * overview's chart takes new points while messages flow, the page loads nothing from elsewhere, a key lookup shows a
- * claim, a release without the session's CSRF token is refused, and a logged-in operator releases it after confirming. Every wait is on a condition. Screenshots of each view
- * go to {@code target/console-screenshots/}. Without the browser the test is skipped, or fails with {@code CI=true}.
+ * {@code IDEM_TEST_CHROMIUM} and {@code IDEM_TEST_CHROMEDRIVER}).
+ *
+ * <p>On a runtime in this JVM ({@link ConsoleTest.Served}, the in-memory broker): the overview's chart takes new
+ * points while messages flow, the page loads nothing from elsewhere, a key lookup shows a claim, a release without
+ * the session's CSRF token is refused, and a logged-in operator releases it after confirming.
+ *
+ * <p>On a real {@code bin/idem run} process (the local RabbitMQ, the Caffeine store, {@link ReplayHandler} broken
+ * while a file exists): a poison message shows in the dead-letter view under its cause and exception class, a replay
+ * without the CSRF token is refused, and once the handler is fixed a replay from the page processes it once.
+ *
+ * <p>Every wait is on a condition. Screenshots of each view go to {@code target/console-screenshots/}. Without the
+ * browser (or RabbitMQ, for the second case) the test is skipped, or fails with {@code CI=true}.
  */
 class ConsoleBrowserIT {
 
     private static final Duration WAIT = Duration.ofSeconds(20);
     private static final Path SCREENSHOTS = Path.of("target", "console-screenshots");
+
+    @TempDir
+    Path home;
 
     private ConsoleTest.Served served;
     private WebDriver browser;
@@ -48,7 +69,6 @@ class ConsoleBrowserIT {
                 "Install it with 'apt-get install -y chromium chromium-driver' (.ci/run does).");
         LocalTool driver = LocalTool.locate("chromedriver", "IDEM_TEST_CHROMEDRIVER",
                 "Install it with 'apt-get install -y chromium chromium-driver' (.ci/run does).");
-        served = new ConsoleTest.Served(new Secret(ConsoleTest.TOKEN), true);
         ChromeOptions options = new ChromeOptions();
         options.setBinary(chromium.path);
         options.addArguments("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
@@ -71,6 +91,7 @@ class ConsoleBrowserIT {
 
     @Test
     void theOverviewChartMovesAndAKeyLookupShowsAClaimThatALoggedInOperatorReleases() throws Exception {
+        served = new ConsoleTest.Served(new Secret(ConsoleTest.TOKEN), true);
         for (int i = 0; i < 20; i++) {
             served.publish("first-" + i);
         }
@@ -122,6 +143,109 @@ class ConsoleBrowserIT {
         wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("key-result"), "Released."));
         wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "absent"));
         screenshot("key-released");
+    }
+
+    @Test
+    void aPoisonMessageShowsUnderItsCauseAndAReplayFromThePageProcessesItOnce() throws Exception {
+        String uri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL",
+                "amqp://guest:guest@127.0.0.1:5672/%2F", "Start it with: rabbitmq-server -detached", null);
+        String run = UUID.randomUUID().toString().substring(0, 8);
+        String pipeline = "console-" + run;
+        String queue = "idem-console-" + run;
+        Installation idem = Installation.in(home);
+        int port = Installation.freePort();
+        Path broken = idem.home.resolve("data/broken");
+        Path processed = idem.home.resolve("data/processed.log");
+        Files.createFile(broken);
+        idem.env.put(ReplayHandler.BROKEN_ENV, broken.toString());
+        idem.env.put(ReplayHandler.PROCESSED_ENV, processed.toString());
+        idem.env.put("IDEM_CONSOLE_TOKEN", ConsoleTest.TOKEN);
+        HandlerJar.install(idem, ReplayHandler.class, "replay-handler.jar");
+        idem.writeConfig(EndToEndIT.rabbitMqBroker(uri) + """
+                store: { type: caffeine }
+                pipelines:
+                  %s: { source: "%s", handler: %s }
+                runtime:
+                  http: { port: %d }
+                  console: { enabled: true, token: "${IDEM_CONSOLE_TOKEN}" }
+                """.formatted(pipeline, queue, ReplayHandler.class.getName(), port));
+        String base = "http://127.0.0.1:" + port;
+        Installation.Running running = idem.start("run");
+        try {
+            awaitRunning(running, () -> running.outcomes(port).containsKey("processed"), "the pipeline to start");
+            Installation.Result published = idem.run(WAIT, "publish", "--count", "1", "--id", "poison-");
+            assertThat(published.exitCode()).as(published.toString()).isZero();
+            awaitRunning(running, () -> running.outcomes(port).getOrDefault("dead-lettered", 0L) == 1,
+                    "the poison message to be dead-lettered");
+
+            browser.get(base + "/console/login");
+            browser.findElement(By.id("token")).sendKeys(ConsoleTest.TOKEN);
+            browser.findElement(By.id("login")).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("session"), "logged in"));
+            showDeadLetters(pipeline);
+            By group = By.cssSelector(".dl-group[data-cause='non-retryable']"
+                    + "[data-exception='dev.idem.api.NonRetryableException']");
+            WebElement poison = wait.until(ExpectedConditions.visibilityOfElementLocated(group));
+            assertThat(poison.getText()).contains("poison-1", "broken until fixed", "1 message");
+            assertThat(browser.findElement(By.id("dl-summary")).getText()).contains("Read 1 dead letter from",
+                    queue + ".DLQ");
+            screenshot("dead-letters");
+
+            Object forged = ((JavascriptExecutor) browser).executeAsyncScript("const done = arguments[0];"
+                    + " fetch('/console/api/dead-letters/replay', {method: 'POST', headers: {'Content-Type':"
+                    + " 'application/json'}, body: JSON.stringify({pipeline: '" + pipeline + "', cause:"
+                    + " 'non-retryable', exception: 'dev.idem.api.NonRetryableException'})}).then(r => done(r.status));");
+            assertThat(forged).as("a replay with the session cookie but without the CSRF token").isEqualTo(403L);
+            showDeadLetters(pipeline);
+            wait.until(ExpectedConditions.visibilityOfElementLocated(group));
+
+            Files.delete(broken);
+            browser.findElement(group).findElement(By.cssSelector(".dl-replay-one")).click();
+            wait.until(ExpectedConditions.alertIsPresent()).accept();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("dl-outcome"), "Done: 1 moved"));
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("dl-summary"), "No dead letters"));
+            assertThat(browser.findElement(By.id("dl-result")).getText()).contains("moved", "poison-1");
+            screenshot("dead-letters-replayed");
+
+            awaitRunning(running, () -> running.outcomes(port).getOrDefault("processed", 0L) == 1,
+                    "the replayed message to be processed");
+            assertThat(Files.readAllLines(processed)).as("processed once").hasSize(1)
+                    .allSatisfy(line -> assertThat(line).startsWith("poison-1\t"));
+            assertThat(running.outcomes(port)).containsEntry("dead-lettered", 1L);
+            assertThat(running.terminate(Duration.ofSeconds(30))).as("SIGTERM ends a graceful stop\n%s",
+                    running.log()).isEqualTo(143);
+        } finally {
+            if (running.process.isAlive()) {
+                running.kill();
+            }
+            deleteQueues(uri, queue, queue + ".DLQ");
+        }
+    }
+
+    private void showDeadLetters(String pipeline) {
+        wait.until(ExpectedConditions.presenceOfElementLocated(
+                By.cssSelector("#dl-pipeline option[value='" + pipeline + "']")));
+        browser.findElement(By.id("dl-load")).click();
+    }
+
+    private static void awaitRunning(Installation.Running running, Callable<Boolean> condition, String what) {
+        try {
+            await().atMost(WAIT).pollInterval(Duration.ofMillis(200))
+                    .failFast("bin/idem run exited", () -> !running.process.isAlive()).until(condition);
+        } catch (ConditionTimeoutException | TerminalFailureException e) {
+            throw new AssertionError("Waited for " + what + "\n--- log\n" + running.log(), e);
+        }
+    }
+
+    private static void deleteQueues(String uri, String... queues) throws Exception {
+        ConnectionFactory factory = new ConnectionFactory();
+        factory.setUri(uri);
+        try (com.rabbitmq.client.Connection connection = factory.newConnection("console-browser-it");
+                Channel channel = connection.createChannel()) {
+            for (String q : queues) {
+                channel.queueDelete(q);
+            }
+        }
     }
 
     private void lookUp(String id) {

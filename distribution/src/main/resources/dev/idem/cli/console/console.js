@@ -280,7 +280,7 @@
     const summary = $("dl-summary");
     summary.textContent = "";
     let text = d.read === 0 ? "No dead letters in '" + d.destination + "'."
-        : "Read " + d.read + " dead letters from '" + d.destination + "'" + (d.more ? " (the first " + d.page
+        : "Read " + d.read + (d.read === 1 ? " dead letter" : " dead letters") + " from '" + d.destination + "'" + (d.more ? " (the first " + d.page
           + "; more wait behind them)" : "") + ".";
     if (d.otherPipelines > 0) { text += " " + d.otherPipelines + " of other pipelines are not shown."; }
     summary.appendChild(el("p", text));
