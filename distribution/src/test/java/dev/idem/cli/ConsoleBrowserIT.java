@@ -189,6 +189,7 @@ class ConsoleBrowserIT {
             assertThat(poison.getText()).contains("poison-1", "broken until fixed", "1 message");
             assertThat(browser.findElement(By.id("dl-summary")).getText()).contains("Read 1 dead letter from",
                     queue + ".DLQ");
+            scrollTo("dead-letters");
             screenshot("dead-letters");
 
             Object forged = ((JavascriptExecutor) browser).executeAsyncScript("const done = arguments[0];"
@@ -205,6 +206,7 @@ class ConsoleBrowserIT {
             wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("dl-outcome"), "Done: 1 moved"));
             wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("dl-summary"), "No dead letters"));
             assertThat(browser.findElement(By.id("dl-result")).getText()).contains("moved", "poison-1");
+            scrollTo("dead-letters");
             screenshot("dead-letters-replayed");
 
             awaitRunning(running, () -> running.outcomes(port).getOrDefault("processed", 0L) == 1,
@@ -254,6 +256,10 @@ class ConsoleBrowserIT {
         input.clear();
         input.sendKeys(id);
         browser.findElement(By.id("key-lookup")).click();
+    }
+
+    private void scrollTo(String id) {
+        ((JavascriptExecutor) browser).executeScript("arguments[0].scrollIntoView()", browser.findElement(By.id(id)));
     }
 
     private void screenshot(String name) throws IOException {
