@@ -3,6 +3,7 @@ package dev.idem.adapter.kafka;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.DeliveryListener;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -48,8 +49,9 @@ final class Dispatcher {
     }
 
     /**
-     * Consumer thread: tells the listener that the broker took {@code revoked} away (their partitions or queues went
-     * to another consumer), on the calling thread, so that the pipeline stops holding those it does not run.
+     * Tells the listener that the broker took {@code revoked} away (their partitions or queues went to another
+     * consumer), on the calling thread, so that the pipeline stops holding those it does not run: the consumer thread
+     * when a rebalance takes partitions away, this thread when that happened while it handed their deliveries over.
      */
     void revoked(List<Delivery> revoked) {
         if (revoked.isEmpty()) {
@@ -86,12 +88,35 @@ final class Dispatcher {
                 batch.forEach(d -> d.retryLater(Duration.ZERO));
                 continue;
             }
+            List<Delivery> owned = ofPartitionsStillOwned(batch, true);
+            if (owned.isEmpty()) {
+                continue;
+            }
             try {
-                listener.onDeliveries(batch);
+                listener.onDeliveries(owned);
             } catch (RuntimeException e) {
                 log.error("The listener of pipeline '{}' threw; its deliveries come back after a restart or rebalance",
                         pipeline, e);
             }
+            // A partition revoked while the listener took the batch in: the consumer thread's revoked() may have looked
+            // for these deliveries before the pipeline held them, so they are given up again, now that it does.
+            revoked(ofPartitionsStillOwned(owned, false));
         }
+    }
+
+    /**
+     * The deliveries of {@code batch} whose partition this consumer still owns ({@code owned} true), or those whose
+     * partition was revoked (false). A batch is cut on the consumer thread and handed over here later; a partition
+     * revoked in between goes to its new owner, which receives these messages, so they are not handed to the pipeline (where,
+     * set aside for a sequence gap, they would hold their claims against that owner until the gap timeout).
+     */
+    private static List<Delivery> ofPartitionsStillOwned(List<Delivery> batch, boolean owned) {
+        List<Delivery> out = new ArrayList<>(owned ? batch.size() : 0);
+        for (Delivery d : batch) {
+            if (((KafkaDelivery) d).partition.revoked != owned) {
+                out.add(d);
+            }
+        }
+        return out;
     }
 }
