@@ -6,6 +6,9 @@
 #
 #   bench/soak/soak.sh                                   30 minutes per setup, kill -9 every 5 minutes
 #   bench/soak/soak.sh --duration 3m --kill-every 90s    a short run: one kill per setup
+#   bench/soak/soak.sh --rate 1000 --duration 8m --kill-every 0 --retention 2m --purge-interval 5s
+#                                                        a steady state: keys expire and are purged while the
+#                                                        stream flows; is the store's size flat, does throughput hold
 #   bench/soak/soak.sh --help                            every option
 #
 # Needs: a JDK 17 (java on the PATH or JAVA_HOME), Linux, Redis and PostgreSQL where the tests find them

@@ -47,6 +47,15 @@ import org.apache.kafka.common.TopicPartition;
  * published ID without effect) must be 0; duplicate effects are re-runs of plain mode after a kill (at most the
  * in-flight work per kill) and must be 0 in transactional mode.
  *
+ * <p>A steady state (issue 30): with a short {@code --retention} (the pipeline's), keys expire while the stream flows,
+ * and the JDBC store purges them every {@code --purge-interval}; {@code --kill-every 0} runs without kills. Every
+ * sample also reads the store ({@link StoreGauge}): on PostgreSQL the keys table's {@code pg_total_relation_size}, that
+ * of its side tables, its rows and expired rows, dead row versions, deleted rows and vacuums; on Redis the server's
+ * {@code used_memory}, the run's keys and the server's expired keys. The end says whether the size stayed flat over
+ * the last half of the samples and compares the runs per second after the first keys could expire with before
+ * ({@link SteadyState}). {@code --vacuum-every} runs {@code VACUUM} of the store's tables from the soak, for a server
+ * whose autovacuum is off.
+ *
  * <p>Needs a JDK 17 (the attach API), Linux ({@code /proc}), Redis and PostgreSQL as the tests find them
  * ({@code IDEM_TEST_REDIS_URL}, {@code IDEM_TEST_POSTGRES_URL} or the local defaults), and the built distribution.
  * Prints the report as it goes and writes it to {@code <work>/report.txt}; exits 1 if anything was lost.
@@ -54,11 +63,14 @@ import org.apache.kafka.common.TopicPartition;
  * <pre>
  * bench/soak/soak.sh                                          # 30 minutes per setup, kill -9 every 5 minutes
  * bench/soak/soak.sh --duration 3m --kill-every 90s           # a short run: one kill per setup
+ * bench/soak/soak.sh --rate 1000 --duration 8m --kill-every 0 --retention 2m --purge-interval 5s   # steady state
  * </pre>
  */
 public final class Soak {
 
     private static final String PIPELINE = "soak";
+    private static final String ROW =
+            "%-8s %9s %9s %8s %12s %8s %6s %11s %11s %7s %7s %8s %8s %7s %9s %8s %9s %9s %4s  %s";
     private static final DateTimeFormatter STAMP = DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss");
 
     /** The command line, with its defaults. */
@@ -81,6 +93,11 @@ public final class Soak {
         int workMillis = 1;
         int repeatPercent = 10;
         String javaOpts = "-Xmx512m";
+        Duration retention = Duration.ofMinutes(5);
+        Duration purgeInterval;
+        int purgeBatchSize;
+        Duration vacuumEvery = Duration.ZERO;
+        double flatPercent = 10;
         boolean keep;
 
         static Options parse(String[] args) {
@@ -117,6 +134,11 @@ public final class Soak {
                     case "--work-ms" -> o.workMillis = Integer.parseInt(v);
                     case "--repeat-percent" -> o.repeatPercent = Integer.parseInt(v);
                     case "--java-opts" -> o.javaOpts = v;
+                    case "--retention" -> o.retention = duration(v);
+                    case "--purge-interval" -> o.purgeInterval = duration(v);
+                    case "--purge-batch-size" -> o.purgeBatchSize = Integer.parseInt(v);
+                    case "--vacuum-every" -> o.vacuumEvery = duration(v);
+                    case "--flat-percent" -> o.flatPercent = Double.parseDouble(v);
                     default -> usage("unknown option " + name);
                 }
             }
@@ -124,6 +146,9 @@ public final class Soak {
                 if (!setup.equals("redis") && !setup.equals("postgresql")) {
                     usage("unknown setup '" + setup + "': redis, postgresql");
                 }
+            }
+            if (o.killEvery.isNegative() || o.vacuumEvery.isNegative() || o.sampleEvery.isZero()) {
+                usage("--kill-every and --vacuum-every must be 0 or more, --sample-every more than 0");
             }
             if (o.work == null) {
                 o.work = Path.of("bench/target/soak-" + LocalDateTime.now().format(STAMP));
@@ -140,11 +165,18 @@ public final class Soak {
                     usage: soak [--duration 30m] [--kill-every 5m] [--sample-every 1m] [--load 0.7 | --rate MSG_PER_S]
                                 [--calibration 60000] [--setups redis,postgresql] [--concurrency 8] [--work-ms 1]
                                 [--repeat-percent 10] [--partitions 4] [--java-opts -Xmx512m] [--drain-timeout 5m]
+                                [--retention 5m] [--purge-interval 1m] [--purge-batch-size 1000] [--vacuum-every 0]
+                                [--flat-percent 10]
                                 [--redis-url URL] [--postgres-url JDBC_URL] [--postgres-user postgres]
                                 [--distribution DIR] [--work DIR] [--keep]
                     Durations: 90s, 5m, 1h. Each setup (Kafka + Redis plain, Kafka + PostgreSQL transactional) runs
                     for --duration, published at --load of a calibrated throughput (or at --rate), with a kill -9 and
-                    a restart every --kill-every; the report goes to stdout and <work>/report.txt.""");
+                    a restart every --kill-every (0: never); the report goes to stdout and <work>/report.txt.
+                    --retention is the pipeline's; --purge-interval and --purge-batch-size the JDBC store's
+                    store.jdbc.purge.* (unset: the store's defaults); --vacuum-every runs VACUUM of the store's
+                    tables from the soak (0: never; for a server whose autovacuum is off). The store's size is read
+                    every sample; the end says whether it stayed flat (max of the last half of the samples within
+                    --flat-percent of their min) and compares runs/s after the first keys expired with before.""");
             System.exit(problem == null ? 0 : 2);
         }
     }
@@ -176,11 +208,16 @@ public final class Soak {
     private boolean runAll() throws Exception {
         line("Idem soak %s, %s; %d cores; distribution %s", run, LocalDateTime.now().withNano(0),
                 Runtime.getRuntime().availableProcessors(), o.distribution.toAbsolutePath().normalize());
-        line("per setup: %s at %.0f %% of the calibrated throughput%s, kill -9 every %s (restart at once), a sample"
-                + " every %s; handler: %d ms of work, concurrency %d; %d %% repeated IDs; %d partitions; JAVA_OPTS %s",
-                human(o.duration), o.load * 100, o.rate > 0 ? " (given: " + o.rate + " msg/s)" : "",
-                human(o.killEvery), human(o.sampleEvery), o.workMillis, o.concurrency, o.repeatPercent, o.partitions,
-                o.javaOpts);
+        line("per setup: %s at %s, kill -9 %s, a sample every %s; handler: %d ms of work, concurrency %d; %d %%"
+                + " repeated IDs; %d partitions; JAVA_OPTS %s", human(o.duration), o.rate > 0
+                        ? String.format(Locale.ROOT, "%,.0f msg/s (--rate)", o.rate)
+                        : String.format(Locale.ROOT, "%.0f %% of the calibrated throughput", o.load * 100),
+                o.killEvery.isZero() ? "never" : "every " + human(o.killEvery) + " (restart at once)",
+                human(o.sampleEvery), o.workMillis, o.concurrency, o.repeatPercent, o.partitions, o.javaOpts);
+        line("retention %s; JDBC store purge every %s, batches of %s; VACUUM from the soak %s", human(o.retention),
+                o.purgeInterval == null ? "1m (default)" : human(o.purgeInterval),
+                o.purgeBatchSize > 0 ? String.format("%,d", o.purgeBatchSize) : "1,000 (default)",
+                o.vacuumEvery.isZero() ? "never" : "every " + human(o.vacuumEvery));
         if (!Files.isExecutable(o.distribution.resolve("bin/idem"))) {
             throw new IllegalStateException("No built distribution at " + o.distribution
                     + ": mvn -q -B install -DskipTests first, or give --distribution");
@@ -212,6 +249,9 @@ public final class Soak {
         abstract String storeYaml(String phase);
 
         abstract boolean transactional();
+
+        /** What reads the store's size during {@code phase}. */
+        abstract StoreGauge gauge(String phase) throws Exception;
 
         /** The handler's effects table for {@code phase}, created; null in plain mode. */
         String effectsTable(String phase) throws SQLException {
@@ -245,6 +285,11 @@ public final class Soak {
         boolean transactional() {
             return false;
         }
+
+        @Override
+        StoreGauge gauge(String phase) {
+            return new RedisGauge(o.redisUrl, "idem-soak-" + run + "-" + phase + ":");
+        }
     }
 
     private final class PostgresTransactional extends Setup {
@@ -257,13 +302,30 @@ public final class Soak {
 
         @Override
         String storeYaml(String phase) {
-            String keys = "soak_keys_" + run + "_" + phase;
+            String keys = keysTable(phase);
             tables.add(keys);
+            String purge = (o.purgeInterval == null ? "" : ", purge.interval: " + o.purgeInterval.toMillis() + "ms")
+                    + (o.purgeBatchSize > 0 ? ", purge.batch-size: " + o.purgeBatchSize : "");
             return """
                     store:
                       type: jdbc
-                      jdbc: { url: "%s", username: %s, table: %s }
-                    """.formatted(o.postgresUrl, o.postgresUser, keys);
+                      jdbc: { url: "%s", username: %s, table: %s%s }
+                    """.formatted(o.postgresUrl, o.postgresUser, keys, purge);
+        }
+
+        private String keysTable(String phase) {
+            return "soak_keys_" + run + "_" + phase;
+        }
+
+        @Override
+        StoreGauge gauge(String phase) throws SQLException {
+            PostgresGauge gauge = new PostgresGauge(o.postgresUrl, o.postgresUser, keysTable(phase));
+            line("PostgreSQL autovacuum: %s%s", gauge.autovacuum(), o.vacuumEvery.isZero() ? ""
+                    : "; the soak runs VACUUM of the store's tables every " + human(o.vacuumEvery));
+            if (!o.vacuumEvery.isZero()) {
+                gauge.vacuumEvery(o.vacuumEvery);
+            }
+            return gauge;
         }
 
         @Override
@@ -293,6 +355,13 @@ public final class Soak {
         void cleanUp() throws SQLException {
             if (!o.keep) {
                 for (String table : tables) {
+                    if (table.startsWith("soak_keys_")) {
+                        try (PostgresGauge gauge = new PostgresGauge(o.postgresUrl, o.postgresUser, table)) {
+                            for (String side : gauge.tables()) {
+                                sql("DROP TABLE IF EXISTS " + side);
+                            }
+                        }
+                    }
                     sql("DROP TABLE IF EXISTS " + table);
                 }
             }
@@ -313,6 +382,9 @@ public final class Soak {
         long sent;
         long lag = -1;
         SoakNode.Figures figures;
+        /** The store at the row's end, and at its start; null if it could not be read. */
+        StoreGauge.Sample store;
+        StoreGauge.Sample storeBefore;
         final List<String> events = new ArrayList<>();
 
         Row(String label, int bucket) {
@@ -406,13 +478,13 @@ public final class Soak {
                     transactional.group: %d
                     concurrency: %d
                     lease: 10s
-                    retention: 5m
+                    retention: %dms
                 runtime:
                   summary-interval: 60s
                   shutdown-timeout: 20s
                   http: { port: %d }
                 """.formatted(PIPELINE, topic, SoakHandler.class.getName(), setup.transactional(),
-                setup.transactional() ? 10 : 1, o.concurrency, port);
+                setup.transactional() ? 10 : 1, o.concurrency, o.retention.toMillis(), port);
     }
 
     private static String setupId(Setup setup) {
@@ -421,6 +493,12 @@ public final class Soak {
 
     /** Soaks one setup at {@code rate}; true if anything was lost. */
     private boolean soak(Setup setup, double rate) throws Exception {
+        try (StoreGauge gauge = setup.gauge("soak")) {
+            return soak(setup, rate, gauge);
+        }
+    }
+
+    private boolean soak(Setup setup, double rate, StoreGauge gauge) throws Exception {
         String phase = "soak";
         String topic = "soak-" + run + "-" + phase + "-" + setup.storePort;
         String group = "soak-" + run + "-" + phase + "-" + PIPELINE;
@@ -449,11 +527,13 @@ public final class Soak {
         }, "soak-runs-tail");
         poller.setDaemon(true);
         poller.start();
+        StoreGauge.Sample storeBefore = sample(gauge);
         stream.start(rate);
         line("soak: %s publishing %,.0f msg/s to %s; process %s", human(o.duration), rate, topic, node);
         line("as it goes (the table is printed again at the end, once every run is read):");
-        line("%-8s %9s %9s %8s %12s %8s %6s %11s %11s %7s %7s %8s  %s", "time", "sent/s", "runs/s", "lag",
-                "heap-afterGC", "threads", "fds", "store-conns", "kafka-conns", "p50 ms", "p99 ms", "max ms", "events");
+        line(ROW, "time", "sent/s", "runs/s", "lag", "heap-afterGC", "threads", "fds", "store-conns", "kafka-conns",
+                "p50 ms", "p99 ms", "max ms", "size MB", "side MB", "keys", "expired", "dead", "purged", "vac",
+                "events");
 
         List<Row> rows = new ArrayList<>();
         Map<Integer, List<String>> events = new TreeMap<>();
@@ -466,7 +546,7 @@ public final class Soak {
         long durationNanos = o.duration.toNanos();
         while (true) {
             long sampleAt = nextSample * TimeUnit.MILLISECONDS.toNanos(sample);
-            long killAt = nextKill * o.killEvery.toNanos();
+            long killAt = o.killEvery.isZero() ? Long.MAX_VALUE : nextKill * o.killEvery.toNanos();
             boolean killDue = killAt < durationNanos;
             long next = Math.min(Math.min(sampleAt, killDue ? killAt : Long.MAX_VALUE), durationNanos);
             while (System.nanoTime() - start < next) {
@@ -488,6 +568,9 @@ public final class Soak {
                 sentBefore = stream.sent();
                 row.lag = lag(group, topic);
                 row.figures = node.figures(setup.storePort, kafkaPort());
+                row.storeBefore = storeBefore;
+                row.store = sample(gauge);
+                storeBefore = row.store == null ? storeBefore : row.store;
                 rows.add(row);
                 line("%s", format(row, sample, tail, setup.storePort));
                 nextSample++;
@@ -517,6 +600,7 @@ public final class Soak {
         Row end = new Row("drained", -1);
         end.lag = lag(group, topic);
         end.figures = node.figures(setup.storePort, kafkaPort());
+        end.store = sample(gauge);
         int exit = node.terminate(Duration.ofSeconds(60));
         poller.interrupt();
         poller.join();
@@ -527,9 +611,11 @@ public final class Soak {
         line("report: each row covers the %s before its time; sent/s and runs/s over it, lag (end offsets minus the"
                 + " group's committed offsets), heap after the last GC, live threads, open file descriptors and"
                 + " established connections to the store and to Kafka at its end; latency = publish to handler"
-                + " run, of the runs in it", human(o.sampleEvery));
-        line("%-8s %9s %9s %8s %12s %8s %6s %11s %11s %7s %7s %8s  %s", "time", "sent/s", "runs/s", "lag",
-                "heap-afterGC", "threads", "fds", "store-conns", "kafka-conns", "p50 ms", "p99 ms", "max ms", "events");
+                + " run, of the runs in it; the store at its end: size, side tables' size, keys, of them expired,"
+                + " dead row versions, and purged and vacuums during it (what each is: below)", human(o.sampleEvery));
+        line(ROW, "time", "sent/s", "runs/s", "lag", "heap-afterGC", "threads", "fds", "store-conns", "kafka-conns",
+                "p50 ms", "p99 ms", "max ms", "size MB", "side MB", "keys", "expired", "dead", "purged", "vac",
+                "events");
         for (Row row : rows) {
             row.events.addAll(events.getOrDefault(row.bucket, List.of()));
             for (long[] r : restarts) {
@@ -571,6 +657,10 @@ public final class Soak {
         line("lost = %d%s; duplicate effects = %d (%s)", lost, lost == 0 ? "" : "  <-- LOST", duplicateEffects,
                 setup.transactional() ? "transactional: must be 0" : "plain: re-runs after each kill -9, at most the"
                         + " in-flight work (max-in-flight 1,000) per kill");
+        line("store: %s", gauge.describe());
+        new SteadyState(rows.stream().map(r -> new SteadyState.Minute(r.bucket, r.sent, tail.runsIn(r.bucket), r.lag,
+                r.store, r.storeBefore)).toList(), o.sampleEvery, o.retention, o.flatPercent).verdict()
+                .forEach(v -> line("%s", v));
         kafka.deleteTopic(topic);
         return lost != 0 || (setup.transactional() && duplicateEffects != 0);
     }
@@ -581,7 +671,9 @@ public final class Soak {
         String conns = f == null ? "-" : String.valueOf(f.connections().get(storePort));
         String kafkaConns = f == null ? "-" : String.valueOf(f.connections().get(kafkaPort()));
         boolean minute = row.bucket >= 0;
-        return String.format(Locale.ROOT, "%-8s %9s %9s %8s %12s %8s %6s %11s %11s %7s %7s %8s  %s", row.label,
+        StoreGauge.Sample st = row.store;
+        StoreGauge.Sample before = row.storeBefore;
+        return String.format(Locale.ROOT, ROW, row.label,
                 minute ? String.format("%,.0f", row.sent / seconds) : "-",
                 minute ? String.format("%,.0f", tail.runsIn(row.bucket) / seconds) : "-",
                 row.lag < 0 ? "-" : String.format("%,d", row.lag),
@@ -593,7 +685,32 @@ public final class Soak {
                 minute ? dash(tail.percentile(row.bucket, 50)) : "-",
                 minute ? dash(tail.percentile(row.bucket, 99)) : "-",
                 minute ? dash(tail.max(row.bucket)) : "-",
+                st == null ? "-" : megabytes(st.bytes()),
+                st == null ? "-" : megabytes(st.sideBytes()),
+                st == null ? "-" : count(st.keys()),
+                st == null ? "-" : count(st.expired()),
+                st == null ? "-" : count(st.dead()),
+                st == null || before == null || st.removed() < 0 ? "-" : count(st.removed() - before.removed()),
+                st == null || before == null || st.vacuums() < 0 ? "-" : count(st.vacuums() - before.vacuums()),
                 String.join("; ", row.events));
+    }
+
+    /** The store now; null (a dash in the report) if it could not be read, which the report says. */
+    private StoreGauge.Sample sample(StoreGauge gauge) {
+        try {
+            return gauge.sample();
+        } catch (Exception e) {
+            line("could not read the store's size: %s", e);
+            return null;
+        }
+    }
+
+    private static String megabytes(long bytes) {
+        return bytes < 0 ? "-" : String.format(Locale.ROOT, "%.1f", bytes / 1048576.0);
+    }
+
+    private static String count(long n) {
+        return n < 0 ? "-" : String.format(Locale.ROOT, "%,d", n);
     }
 
     private int kafkaPort() {
