@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.ConnectionFactory;
+import dev.idem.cli.console.HoldingHandler;
 import dev.idem.cli.dlq.ReplayHandler;
 import dev.idem.spi.Secret;
 import dev.idem.testkit.ExternalService;
@@ -17,7 +18,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -40,16 +40,19 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * The console in a real headless Chromium (Debian's {@code chromium} and {@code chromium-driver}, or
  * {@code IDEM_TEST_CHROMIUM} and {@code IDEM_TEST_CHROMEDRIVER}).
  *
- * <p>On a runtime in this JVM ({@link ConsoleTest.Served}, the in-memory broker): the overview's chart takes new
- * points while messages flow, the page loads nothing from elsewhere, a key lookup shows a claim, a release without
- * the session's CSRF token is refused, and a logged-in operator releases it after confirming.
+ * <p>Each case runs a real {@code bin/idem run} process on the local RabbitMQ and the Caffeine store, messages sent
+ * by {@code bin/idem publish}.
  *
- * <p>On a real {@code bin/idem run} process (the local RabbitMQ, the Caffeine store, {@link ReplayHandler} broken
- * while a file exists): a poison message shows in the dead-letter view under its cause and exception class, a replay
+ * <p>With {@link HoldingHandler} (holding {@code stuck*} keys while a file exists): the overview's chart takes new
+ * points while messages flow, the page loads nothing from elsewhere, a key lookup shows a claim, a release without the
+ * token and one with the session cookie but without its CSRF token are refused, and a logged-in operator releases it
+ * after confirming.
+ *
+ * <p>With {@link ReplayHandler} broken while a file exists: a poison message shows in the dead-letter view under its cause and exception class, a replay
  * without the CSRF token is refused, and once the handler is fixed a replay from the page processes it once.
  *
  * <p>Every wait is on a condition. Screenshots of each view go to {@code target/console-screenshots/}. Without the
- * browser (or RabbitMQ, for the second case) the test is skipped, or fails with {@code CI=true}.
+ * browser or RabbitMQ the test is skipped, or fails with {@code CI=true}.
  */
 class ConsoleBrowserIT {
 
@@ -59,7 +62,6 @@ class ConsoleBrowserIT {
     @TempDir
     Path home;
 
-    private ConsoleTest.Served served;
     private WebDriver browser;
     private WebDriverWait wait;
 
@@ -84,71 +86,99 @@ class ConsoleBrowserIT {
         if (browser != null) {
             browser.quit();
         }
-        if (served != null) {
-            served.close();
-        }
     }
 
     @Test
     void theOverviewChartMovesAndAKeyLookupShowsAClaimThatALoggedInOperatorReleases() throws Exception {
-        served = new ConsoleTest.Served(new Secret(ConsoleTest.TOKEN), true);
-        for (int i = 0; i < 20; i++) {
-            served.publish("first-" + i);
+        String uri = rabbitMq();
+        String run = UUID.randomUUID().toString().substring(0, 8);
+        String pipeline = "console-" + run;
+        String queue = "idem-console-" + run;
+        Installation idem = Installation.in(home);
+        int port = Installation.freePort();
+        Path hold = idem.home.resolve("data/hold");
+        Path holding = idem.home.resolve("data/holding.log");
+        Files.createFile(hold);
+        idem.env.put(HoldingHandler.HOLD_ENV, hold.toString());
+        idem.env.put(HoldingHandler.HOLDING_ENV, holding.toString());
+        idem.env.put("IDEM_CONSOLE_TOKEN", ConsoleTest.TOKEN);
+        HandlerJar.install(idem, HoldingHandler.class, "holding-handler.jar");
+        idem.writeConfig(EndToEndIT.rabbitMqBroker(uri) + """
+                store: { type: caffeine }
+                pipelines:
+                  %s: { source: "%s", handler: %s, handler-timeout: 1m }
+                runtime:
+                  http: { port: %d }
+                  console: { enabled: true, token: "${IDEM_CONSOLE_TOKEN}" }
+                """.formatted(pipeline, queue, HoldingHandler.class.getName(), port));
+        String base = "http://127.0.0.1:" + port;
+        Installation.Running running = idem.start("run");
+        try {
+            awaitRunning(running, () -> running.outcomes(port).containsKey("processed"), "the pipeline to start");
+            publish(idem, "--count", "20", "--id", "first-");
+            browser.get(base + "/console/");
+            WebElement chart = wait.until(ExpectedConditions.presenceOfElementLocated(By.id("chart-" + pipeline)));
+            wait.until(d -> Integer.parseInt(chart.getDomAttribute("data-points")) >= 1
+                    && Long.parseLong(chart.getDomAttribute("data-processed")) == 20);
+            assertThat(chart.findElements(By.cssSelector("canvas"))).hasSize(2);
+            int points = Integer.parseInt(chart.getDomAttribute("data-points"));
+
+            publish(idem, "--count", "30", "--id", "second-");
+            wait.until(d -> Integer.parseInt(chart.getDomAttribute("data-points")) > points
+                    && Long.parseLong(chart.getDomAttribute("data-processed")) == 50);
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("status"), "updated"));
+            assertThat(browser.findElement(By.id("pipeline-" + pipeline)).getText()).contains(pipeline, queue,
+                    "caffeine", "plain", "running");
+            screenshot("overview");
+
+            @SuppressWarnings("unchecked")
+            List<String> loaded = (List<String>) ((JavascriptExecutor) browser).executeScript(
+                    "return performance.getEntriesByType('resource').map(e => e.name);");
+            assertThat(loaded).as("nothing from another origin").isNotEmpty()
+                    .allSatisfy(url -> assertThat(url).startsWith(base + "/"));
+
+            publish(idem, "--count", "1", "--id", "stuck-1");
+            awaitRunning(running, () -> Files.exists(holding) && Files.readAllLines(holding).contains("stuck-1"),
+                    "the handler to hold stuck-1");
+            lookUp("stuck-1");
+            wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "claimed"));
+            assertThat(browser.findElement(By.id("key-details")).getText()).contains("owner's lease until", "attempts");
+            assertThat(browser.findElements(By.id("key-release"))).as("not logged in: no release").isEmpty();
+            assertThat(release(pipeline, "stuck-1")).as("a release without the token").isEqualTo(401L);
+            scrollTo("key-details");
+            screenshot("key-claimed");
+
+            browser.get(base + "/console/login");
+            browser.findElement(By.id("token")).sendKeys(ConsoleTest.TOKEN);
+            browser.findElement(By.id("login")).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("session"), "logged in"));
+            assertThat(release(pipeline, "stuck-1")).as("the session cookie without the CSRF token").isEqualTo(403L);
+            lookUp("stuck-1");
+            wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "claimed"));
+            wait.until(ExpectedConditions.elementToBeClickable(By.id("key-release"))).click();
+            wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("confirm")));
+            assertThat(browser.findElement(By.id("confirm-text")).getText()).contains("stuck-1", "processed twice");
+            scrollTo("confirm");
+            screenshot("release-confirm");
+            browser.findElement(By.id("confirm-release")).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("key-result"), "Released."));
+            wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "absent"));
+            scrollTo("key-details");
+            screenshot("key-released");
+            awaitRunning(running, () -> running.log().contains("released key stuck-1 of pipeline " + pipeline),
+                    "the release in the log");
+        } finally {
+            Files.deleteIfExists(hold);
+            if (running.process.isAlive()) {
+                running.kill();
+            }
+            deleteQueues(uri, queue, queue + ".DLQ");
         }
-        browser.get(served.base() + "/console/");
-        WebElement chart = wait.until(ExpectedConditions.presenceOfElementLocated(By.id("chart-orders")));
-        wait.until(d -> Integer.parseInt(chart.getDomAttribute("data-points")) >= 1
-                && Long.parseLong(chart.getDomAttribute("data-processed")) == 20);
-        assertThat(chart.findElements(By.cssSelector("canvas"))).hasSize(2);
-        int points = Integer.parseInt(chart.getDomAttribute("data-points"));
-
-        for (int i = 0; i < 30; i++) {
-            served.publish("second-" + i);
-        }
-        wait.until(d -> Integer.parseInt(chart.getDomAttribute("data-points")) > points
-                && Long.parseLong(chart.getDomAttribute("data-processed")) == 50);
-        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("status"), "updated"));
-        assertThat(browser.findElement(By.id("pipeline-orders")).getText()).contains("orders", "caffeine", "plain",
-                "running");
-        screenshot("overview");
-
-        @SuppressWarnings("unchecked")
-        List<String> loaded = (List<String>) ((JavascriptExecutor) browser).executeScript(
-                "return performance.getEntriesByType('resource').map(e => e.name);");
-        assertThat(loaded).as("nothing from another origin").isNotEmpty()
-                .allSatisfy(url -> assertThat(url).startsWith(served.base() + "/"));
-
-        served.publish("stuck-1");
-        assertThat(served.handler.stuck.await(10, TimeUnit.SECONDS)).isTrue();
-        lookUp("stuck-1");
-        wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "claimed"));
-        assertThat(browser.findElement(By.id("key-details")).getText()).contains("owner's lease until", "attempts");
-        assertThat(browser.findElements(By.id("key-release"))).as("not logged in: no release").isEmpty();
-        screenshot("key-claimed");
-
-        browser.get(served.base() + "/console/login");
-        browser.findElement(By.id("token")).sendKeys(ConsoleTest.TOKEN);
-        browser.findElement(By.id("login")).click();
-        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("session"), "logged in"));
-        Object forged = ((JavascriptExecutor) browser).executeAsyncScript("const done = arguments[0];"
-                + " fetch('/console/api/keys/release', {method: 'POST', headers: {'Content-Type': 'application/json'},"
-                + " body: JSON.stringify({pipeline: 'orders', id: 'stuck-1'})}).then(r => done(r.status));");
-        assertThat(forged).as("the session cookie without the CSRF token").isEqualTo(403L);
-        lookUp("stuck-1");
-        wait.until(ExpectedConditions.elementToBeClickable(By.id("key-release"))).click();
-        wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("confirm")));
-        assertThat(browser.findElement(By.id("confirm-text")).getText()).contains("stuck-1", "processed twice");
-        screenshot("release-confirm");
-        browser.findElement(By.id("confirm-release")).click();
-        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("key-result"), "Released."));
-        wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "absent"));
-        screenshot("key-released");
     }
 
     @Test
     void aPoisonMessageShowsUnderItsCauseAndAReplayFromThePageProcessesItOnce() throws Exception {
-        String uri = ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL",
-                "amqp://guest:guest@127.0.0.1:5672/%2F", "Start it with: rabbitmq-server -detached", null);
+        String uri = rabbitMq();
         String run = UUID.randomUUID().toString().substring(0, 8);
         String pipeline = "console-" + run;
         String queue = "idem-console-" + run;
@@ -222,6 +252,26 @@ class ConsoleBrowserIT {
             }
             deleteQueues(uri, queue, queue + ".DLQ");
         }
+    }
+
+    private static String rabbitMq() {
+        return ExternalService.locate("RabbitMQ", "IDEM_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F",
+                "Start it with: rabbitmq-server -detached", null);
+    }
+
+    private static void publish(Installation idem, String... args) {
+        String[] command = new String[args.length + 1];
+        command[0] = "publish";
+        System.arraycopy(args, 0, command, 1, args.length);
+        Installation.Result published = idem.run(WAIT, command);
+        assertThat(published.exitCode()).as(published.toString()).isZero();
+    }
+
+    /** The status of a release the page's script sends with whatever the browser holds, but no CSRF token. */
+    private long release(String pipeline, String id) {
+        return (Long) ((JavascriptExecutor) browser).executeAsyncScript("const done = arguments[0];"
+                + " fetch('/console/api/keys/release', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+                + " body: JSON.stringify({pipeline: '" + pipeline + "', id: '" + id + "'})}).then(r => done(r.status));");
     }
 
     private void showDeadLetters(String pipeline) {
