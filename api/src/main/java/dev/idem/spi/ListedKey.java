@@ -7,7 +7,7 @@ import java.util.Objects;
  * shown it at some moment during the {@link InspectableDedupStore#list} call that found it.
  *
  * @param key the key: the namespace listed and the key's ID
- * @param stored its state, attempts, fingerprint and {@code expiresAt}, as {@link StoredKey} documents them
+ * @param stored its state, attempts, fingerprint, {@code expiresAt} and starts, as {@link StoredKey} documents them
  */
 public record ListedKey(StoreKey key, StoredKey stored) {
 

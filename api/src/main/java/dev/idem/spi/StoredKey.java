@@ -15,8 +15,12 @@ import java.util.Objects;
  *        key over); for {@link State#COMPLETED}, when the key is forgotten. The store measures the time
  *        left on its own clock and adds it to this host's wall clock when it answers, so skew between
  *        the two clocks does not shift it; each store documents the precision.
+ * @param starts for {@link State#CLAIMED}, the handler runs of the key that began and never completed, as
+ *        {@link DedupStore#recordStart} counted them since the key was first claimed (the count
+ *        {@code max-deliveries} is compared with); {@code 0} for {@link State#COMPLETED}, for a claim with no
+ *        recorded start, and for a store that does not record starts. Never negative.
  */
-public record StoredKey(State state, int attempts, String fingerprint, Instant expiresAt) {
+public record StoredKey(State state, int attempts, String fingerprint, Instant expiresAt, int starts) {
 
     /** The two states a key can be seen in; an absent key is an empty {@code Optional}. */
     public enum State {
@@ -32,5 +36,16 @@ public record StoredKey(State state, int attempts, String fingerprint, Instant e
         if (attempts < 1) {
             throw new IllegalArgumentException("attempts must be at least 1: " + attempts);
         }
+        if (starts < 0) {
+            throw new IllegalArgumentException("starts must not be negative: " + starts);
+        }
+    }
+
+    /**
+     * A key with no recorded starts: the form of a store that does not record them, kept for stores
+     * written before {@code starts} existed.
+     */
+    public StoredKey(State state, int attempts, String fingerprint, Instant expiresAt) {
+        this(state, attempts, fingerprint, expiresAt, 0);
     }
 }

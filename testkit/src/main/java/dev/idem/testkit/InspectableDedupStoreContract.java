@@ -51,7 +51,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * <h2>What it checks</h2>
  * An absent key, and a claim or completion whose time ran out, inspect as empty; a claimed key shows its
- * attempts, fingerprint and lease end, a completed one its retention end, both as wall-clock instants
+ * attempts, fingerprint, lease end and recorded starts (kept across a takeover), a completed one its retention
+ * end and no starts, both as wall-clock instants
  * that move with the store's clock; {@code delete} makes a completed key claimable afresh, fences out a
  * live owner (its {@code complete}, {@code renew} and {@code release} answer {@code false}) and forgets
  * an expired claim's attempts; {@code stats} counts exactly what the test left, across namespaces.
@@ -153,6 +154,34 @@ public abstract class InspectableDedupStoreContract extends DedupStoreContract {
         assertThat(seen.attempts()).isEqualTo(1);
         assertThat(seen.fingerprint()).isEqualTo("sha256:aa");
         assertExpiresWithin(seen, before, RETENTION);
+    }
+
+    @Test
+    void claimShowsItsRecordedStartsAndItsCompletionNone() {
+        StoreKey key = key("order-1");
+        Acquired owner = acquire(key, null);
+        assertThat(inspect(key).starts()).as("a claim without recorded starts").isZero();
+        assertThat(store().recordStart(key, owner.token())).isEqualTo(1);
+        assertThat(store().recordStart(key, owner.token())).isEqualTo(2);
+
+        assertThat(inspect(key).starts()).as("inspected after two starts").isEqualTo(2);
+        assertThat(byId(listAll(KeyFilter.ALL, 10)).get("order-1").starts()).as("listed after two starts").isEqualTo(2);
+
+        assertThat(store().complete(key, owner.token(), RETENTION)).isTrue();
+        assertThat(inspect(key).starts()).as("inspected once completed").isZero();
+        assertThat(byId(listAll(KeyFilter.ALL, 10)).get("order-1").starts()).as("listed once completed").isZero();
+    }
+
+    @Test
+    void takenOverClaimShowsTheStartsRecordedBeforeTheTakeover() {
+        StoreKey key = key("order-1");
+        Acquired first = acquire(key, null);
+        assertThat(store().recordStart(key, first.token())).isEqualTo(1);
+        advance(LEASE);
+        acquire(key, null);
+
+        assertThat(inspect(key).starts()).isEqualTo(1);
+        assertThat(byId(listAll(KeyFilter.ALL, 10)).get("order-1").starts()).isEqualTo(1);
     }
 
     @Test

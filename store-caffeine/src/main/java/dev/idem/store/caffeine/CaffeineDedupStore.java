@@ -367,7 +367,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             if (claim.leasedAt(now)) {
                 more |= offer(page, limit, entry.getKey(), namespace, filter, cursor, () -> new StoredKey(
                         StoredKey.State.CLAIMED, claim.attempts, claim.fingerprint,
-                        wallNow.plusNanos(claim.leaseUntil - now)));
+                        wallNow.plusNanos(claim.leaseUntil - now), claim.starts));
             }
         }
         for (Done done : completed.all()) {
@@ -752,7 +752,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
                 }
                 if (claim.leasedAt(now)) {
                     seen = new StoredKey(StoredKey.State.CLAIMED, claim.attempts, claim.fingerprint,
-                            Instant.now().plusNanos(claim.leaseUntil - now));
+                            Instant.now().plusNanos(claim.leaseUntil - now), claim.starts);
                 }
                 return claim;
             }

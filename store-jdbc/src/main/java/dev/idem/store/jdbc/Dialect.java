@@ -431,11 +431,11 @@ abstract class Dialect {
 
     /**
      * Reads a live row: state, attempts, fingerprint, microseconds until the lease ends (NULL once
-     * completed) and until the row is forgotten. Parameters: namespace, id.
+     * completed) and until the row is forgotten, starts. Parameters: namespace, id.
      */
     String inspect() {
         return "SELECT state, attempts, fingerprint, " + microsBetween(now(), "lease_until") + ", "
-                + microsBetween(now(), "expires_at") + " FROM " + table + " WHERE namespace = ? AND id = ? AND "
+                + microsBetween(now(), "expires_at") + ", starts FROM " + table + " WHERE namespace = ? AND id = ? AND "
                 + live();
     }
 
@@ -460,7 +460,7 @@ abstract class Dialect {
     /**
      * Reads a page of one namespace's live rows, in {@code id} order (the primary key's, bytes compared unsigned),
      * after a keyset cursor: id, state, attempts, fingerprint, microseconds until the lease ends (NULL once
-     * completed) and until the row is forgotten. Parameters: namespace, the ID prefix ({@code id >= ?}); then the
+     * completed) and until the row is forgotten, starts. Parameters: namespace, the ID prefix ({@code id >= ?}); then the
      * cursor ({@code id > ?}) if {@code after}; then the prefix's upper bound ({@code id < ?}) if {@code below};
      * then the limit.
      *
@@ -473,7 +473,7 @@ abstract class Dialect {
                         ? "state = " + CLAIMED + " AND lease_until > " + now + " AND expires_at > " + now
                         : "state = " + COMPLETED + " AND expires_at > " + now;
         return "SELECT id, state, attempts, fingerprint, " + microsBetween(now, "lease_until") + ", "
-                + microsBetween(now, "expires_at") + " FROM " + table + " WHERE namespace = ? AND id >= ?"
+                + microsBetween(now, "expires_at") + ", starts FROM " + table + " WHERE namespace = ? AND id >= ?"
                 + (after ? " AND id > ?" : "") + (below ? " AND id < ?" : "") + " AND " + live
                 + " ORDER BY id LIMIT ?";
     }

@@ -433,7 +433,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
                     long left = rs.getLong(completed ? 5 : 4);
                     return new StoredKey(completed ? StoredKey.State.COMPLETED : StoredKey.State.CLAIMED,
                             rs.getInt(2), fingerprint == null ? null : new String(fingerprint, StandardCharsets.UTF_8),
-                            Instant.now().plus(left, ChronoUnit.MICROS));
+                            Instant.now().plus(left, ChronoUnit.MICROS), completed ? 0 : rs.getInt(6));
                 })
                 .findOne());
     }
@@ -503,7 +503,7 @@ final class JdbcDedupStore implements TransactionalDedupStore, InspectableDedupS
                                 new StoredKey(completed ? StoredKey.State.COMPLETED : StoredKey.State.CLAIMED,
                                         rs.getInt(3), fingerprint == null ? null
                                                 : new String(fingerprint, StandardCharsets.UTF_8),
-                                        Instant.now().plus(left, ChronoUnit.MICROS))));
+                                        Instant.now().plus(left, ChronoUnit.MICROS), completed ? 0 : rs.getInt(7))));
                     })
                     .list();
         });

@@ -471,9 +471,11 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         if (reply == null || reply.isEmpty()) {
             return Optional.empty();
         }
-        if (reply.size() != 4 || !(reply.get(0) instanceof Long kind) || !(reply.get(1) instanceof Long attempts)
+        if (reply.size() != 5 || !(reply.get(0) instanceof Long kind) || !(reply.get(1) instanceof Long attempts)
                 || !(reply.get(2) instanceof byte[] fingerprint) || !(reply.get(3) instanceof Long left)
-                || (kind != ACQUIRED && kind != DUPLICATE) || attempts < 1 || attempts > Integer.MAX_VALUE) {
+                || !(reply.get(4) instanceof Long starts)
+                || (kind != ACQUIRED && kind != DUPLICATE) || attempts < 1 || attempts > Integer.MAX_VALUE
+                || starts < 0 || starts > Integer.MAX_VALUE) {
             throw failures.unexpectedReply(operation, reply);
         }
         StoredKey.State state = kind == ACQUIRED ? StoredKey.State.CLAIMED : StoredKey.State.COMPLETED;
@@ -485,7 +487,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         } catch (IllegalArgumentException e) {
             throw failures.unexpectedReply(operation, reply);
         }
-        return Optional.of(new StoredKey(state, attempts.intValue(), given, expiresAt));
+        return Optional.of(new StoredKey(state, attempts.intValue(), given, expiresAt, starts.intValue()));
     }
 
     @Override

@@ -71,6 +71,8 @@ final class RedisListing {
     private static final long NOT_A_RECORD = -1;
     private static final long CLAIMED = 1;
     private static final long COMPLETED = 2;
+    /** What {@code list.lua} answers per key: kind, attempts, fingerprint, µs left, starts. */
+    private static final int VALUES_PER_KEY = 5;
 
     private final RedisDedupStore store;
     private final RedisConnection connection;
@@ -266,14 +268,15 @@ final class RedisListing {
 
     private void decode(String namespace, byte[] namespacePrefix, int[] group, byte[][] redisKeys, List<Object> reply,
             Instant now, ListedKey[] seen, boolean strict, String operation) {
-        if (reply == null || reply.size() != 4 * group.length) {
+        if (reply == null || reply.size() != VALUES_PER_KEY * group.length) {
             throw failures.unexpectedReply(operation, reply == null ? null : reply.size() + " values for "
                     + group.length + " keys");
         }
         for (int j = 0; j < group.length; j++) {
-            List<Object> values = reply.subList(4 * j, 4 * j + 4);
+            List<Object> values = reply.subList(VALUES_PER_KEY * j, VALUES_PER_KEY * j + VALUES_PER_KEY);
             if (!(values.get(0) instanceof Long kind) || !(values.get(1) instanceof Long attempts)
-                    || !(values.get(2) instanceof byte[] fingerprint) || !(values.get(3) instanceof Long left)) {
+                    || !(values.get(2) instanceof byte[] fingerprint) || !(values.get(3) instanceof Long left)
+                    || !(values.get(4) instanceof Long starts)) {
                 throw failures.unexpectedReply(operation, values);
             }
             if (kind == NOT_A_RECORD && strict) {
@@ -282,7 +285,7 @@ final class RedisListing {
             if (kind != CLAIMED && kind != COMPLETED) {
                 continue;
             }
-            if (attempts < 1 || attempts > Integer.MAX_VALUE) {
+            if (attempts < 1 || attempts > Integer.MAX_VALUE || starts < 0 || starts > Integer.MAX_VALUE) {
                 throw failures.unexpectedReply(operation, values);
             }
             String id = RedisKeys.text(redisKeys[group[j]], namespacePrefix.length);
@@ -296,7 +299,7 @@ final class RedisListing {
             Instant expiresAt = left < 0 && kind == COMPLETED ? Instant.MAX : now.plus(left, ChronoUnit.MICROS);
             seen[group[j]] = new ListedKey(new StoreKey(namespace, id), new StoredKey(
                     kind == CLAIMED ? StoredKey.State.CLAIMED : StoredKey.State.COMPLETED, attempts.intValue(),
-                    given, expiresAt));
+                    given, expiresAt, starts.intValue()));
         }
     }
 
