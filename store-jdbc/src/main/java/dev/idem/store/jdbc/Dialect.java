@@ -460,9 +460,9 @@ abstract class Dialect {
     /**
      * Reads a page of one namespace's live rows, in {@code id} order (the primary key's, bytes compared unsigned),
      * after a keyset cursor: id, state, attempts, fingerprint, microseconds until the lease ends (NULL once
-     * completed) and until the row is forgotten, starts. Parameters: namespace, the ID prefix ({@code id >= ?}); then the
-     * cursor ({@code id > ?}) if {@code after}; then the prefix's upper bound ({@code id < ?}) if {@code below};
-     * then the limit.
+     * completed) and until the row is forgotten, starts. Parameters: namespace, the ID prefix ({@code id >= ?});
+     * then the cursor ({@code id > ?}) if {@code after}; then the prefix's upper bound ({@code id < ?}) if
+     * {@code below}; then the limit.
      *
      * @param state only rows in this state, or {@code null} for both
      */
