@@ -231,6 +231,7 @@ final class ConsoleApi {
         StoredKey k = found.get();
         m.put("state", k.state() == StoredKey.State.CLAIMED ? "claimed" : "completed");
         m.put("attempts", k.attempts());
+        m.put("starts", k.starts());
         m.put("fingerprint", k.fingerprint());
         if (k.state() == StoredKey.State.CLAIMED) {
             m.put("leaseUntil", k.expiresAt().toString());

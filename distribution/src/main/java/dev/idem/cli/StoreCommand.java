@@ -169,6 +169,7 @@ final class StoreCommand implements Callable<Integer> {
                     StoredKey k = found.get();
                     out.println(key.shown(storeKey) + ": " + k.state().name().toLowerCase()
                             + ", attempts " + k.attempts()
+                            + (k.state() == StoredKey.State.CLAIMED ? ", starts " + k.starts() : "")
                             + (k.fingerprint() != null ? ", fingerprint " + k.fingerprint() : "")
                             + (k.state() == StoredKey.State.CLAIMED ? ", lease until " : ", remembered until ")
                             + k.expiresAt());

@@ -15,10 +15,14 @@ import dev.idem.api.MessageHandler;
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
 import dev.idem.runtime.plugin.PluginRegistry;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
 import dev.idem.spi.ConfigException;
 import dev.idem.spi.DeadLetterReason;
+import dev.idem.spi.InspectableDedupStore;
 import dev.idem.spi.OutboundMessage;
 import dev.idem.spi.Secret;
+import dev.idem.spi.StoreKey;
 import dev.idem.testkit.memory.InMemoryBroker;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.URI;
@@ -197,7 +201,18 @@ class ConsoleTest {
         JsonNode completed = json(get("/console/api/keys?pipeline=orders&id=m-1"));
         assertThat(completed.path("state").asText()).isEqualTo("completed");
         assertThat(completed.path("attempts").asInt()).isEqualTo(1);
+        assertThat(completed.path("starts").asInt()).isZero();
         assertThat(completed.path("expiresAt").asText()).isNotEmpty();
+        StoreKey crashed = new StoreKey(completed.path("namespace").asText(), "crashed-1");
+        InspectableDedupStore store = served.runtime.inspectableStore().orElseThrow();
+        long token = ((ClaimResult.Acquired) store.claim(List.of(new ClaimRequest(crashed, null, Duration.ofMinutes(5),
+                Duration.ofMinutes(5)))).get(0)).token();
+        store.recordStart(crashed, token);
+        store.recordStart(crashed, token);
+        JsonNode claimed = json(get("/console/api/keys?pipeline=orders&id=crashed-1"));
+        assertThat(claimed.path("state").asText()).isEqualTo("claimed");
+        assertThat(claimed.path("attempts").asInt()).isEqualTo(1);
+        assertThat(claimed.path("starts").asInt()).as("the starts recorded").isEqualTo(2);
         assertThat(json(get("/console/api/keys?pipeline=orders&id=never")).path("state").asText()).isEqualTo("absent");
         assertThat(get("/console/api/keys?pipeline=nope&id=x").statusCode()).isEqualTo(404);
         assertThat(get("/console/api/keys?pipeline=orders").statusCode()).isEqualTo(400);
@@ -250,6 +265,7 @@ class ConsoleTest {
             JsonNode claimed = json(get("/console/api/keys?pipeline=orders&id=stuck-1"));
             assertThat(claimed.path("state").asText()).isEqualTo("claimed");
             assertThat(claimed.path("leaseUntil").asText()).isNotEmpty();
+            assertThat(claimed.path("starts").asInt()).as("a first claim records no start").isZero();
 
             assertThat(release("stuck-1").statusCode()).as("no token").isEqualTo(401);
             assertThat(release("stuck-1", "Authorization", "Bearer wrong").statusCode()).isEqualTo(401);

@@ -163,6 +163,26 @@ class StoreCommandTest {
                 .isEqualTo("Purged 0 completed keys of pipeline 'orders', completed more than 5d ago.\n");
     }
 
+    // ---------------------------------------------------------------- get
+
+    @Test
+    void getShowsAClaimsAttemptsStartsAndLeaseEndAndACompletedKeysRetentionEnd() {
+        fill(store -> {
+            long token = claim(store, "orders", "order-1", "sha256:aa");
+            store.recordStart(new StoreKey("orders", "order-1"), token);
+            store.recordStart(new StoreKey("orders", "order-1"), token);
+            complete(store, "orders", "order-2", null, RETENTION);
+        });
+
+        Result claimed = idem("store", "get", "--config", config, "--pipeline", "orders", "order-1");
+        Result completed = idem("store", "get", "--config", config, "--pipeline", "orders", "order-2");
+
+        assertThat(claimed.exitCode()).as(claimed.toString()).isZero();
+        assertThat(claimed.out()).startsWith("orders/order-1: claimed, attempts 1, starts 2, fingerprint sha256:aa,"
+                + " lease until 20");
+        assertThat(completed.out()).startsWith("orders/order-2: completed, attempts 1, remembered until 20");
+    }
+
     // ---------------------------------------------------------------- get and delete under store.key-digest
 
     @Test

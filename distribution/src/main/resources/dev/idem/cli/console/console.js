@@ -198,6 +198,7 @@
     dl.id = "key-details";
     const rows = [["pipeline", k.pipeline], ["namespace", k.namespace], ["key", k.id], ["state", k.state]];
     if (k.attempts !== undefined) { rows.push(["attempts", k.attempts]); }
+    if (k.state === "claimed" && k.starts !== undefined) { rows.push(["starts", k.starts]); }
     if (k.leaseUntil) { rows.push(["owner's lease until", k.leaseUntil]); }
     if (k.expiresAt) { rows.push(["forgotten at", k.expiresAt]); }
     if (k.fingerprint) { rows.push(["fingerprint", k.fingerprint]); }
