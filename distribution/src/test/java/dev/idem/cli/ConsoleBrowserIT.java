@@ -143,6 +143,8 @@ class ConsoleBrowserIT {
             lookUp("stuck-1");
             wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "claimed"));
             assertThat(browser.findElement(By.id("key-details")).getText()).contains("owner's lease until", "attempts");
+            assertThat(browser.findElement(By.cssSelector("dd[data-field='starts']")).getText())
+                    .as("a first claim, not taken over: no start recorded").isEqualTo("0");
             assertThat(browser.findElements(By.id("key-release"))).as("not logged in: no release").isEmpty();
             assertThat(release(pipeline, "stuck-1")).as("a release without the token").isEqualTo(401L);
             scrollTo("key-details");
