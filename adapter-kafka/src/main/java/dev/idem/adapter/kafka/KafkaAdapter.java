@@ -13,7 +13,6 @@ import dev.idem.spi.Subscription;
 import dev.idem.spi.SubscriptionRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,19 +28,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
-import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.admin.TopicDescription;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.errors.RetriableException;
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -299,38 +292,13 @@ final class KafkaAdapter implements BrokerAdapter, DeadLetterBrowser {
         String group = settings.groupId(request.pipeline());
         long wait = connectTimeout.toMillis();
         try {
-            Admin a = admin();
-            TopicDescription description;
-            try {
-                description = a.describeTopics(List.of(topic)).allTopicNames().get(wait, TimeUnit.MILLISECONDS)
-                        .get(topic);
-            } catch (ExecutionException e) {
-                if (e.getCause() instanceof UnknownTopicOrPartitionException) {
-                    return Optional.of(new Backlog(0, true));
-                }
-                throw e;
+            Optional<Map<TopicPartition, long[]>> ranges = GroupRanges.read(admin(), topic, group, wait);
+            if (ranges.isEmpty()) {
+                return Optional.of(new Backlog(0, true));
             }
-            Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
-            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-            for (TopicPartitionInfo p : description.partitions()) {
-                TopicPartition tp = new TopicPartition(topic, p.partition());
-                earliest.put(tp, OffsetSpec.earliest());
-                latest.put(tp, OffsetSpec.latest());
-            }
-            Map<TopicPartition, ListOffsetsResultInfo> starts = a.listOffsets(earliest).all()
-                    .get(wait, TimeUnit.MILLISECONDS);
-            Map<TopicPartition, ListOffsetsResultInfo> ends = a.listOffsets(latest).all()
-                    .get(wait, TimeUnit.MILLISECONDS);
-            Map<TopicPartition, OffsetAndMetadata> committed = a.listConsumerGroupOffsets(group)
-                    .partitionsToOffsetAndMetadata().get(wait, TimeUnit.MILLISECONDS);
             long messages = 0;
-            for (Map.Entry<TopicPartition, ListOffsetsResultInfo> end : ends.entrySet()) {
-                long start = starts.get(end.getKey()).offset();
-                OffsetAndMetadata c = committed.get(end.getKey());
-                if (c != null) {
-                    start = Math.max(start, c.offset());
-                }
-                messages += Math.max(0, end.getValue().offset() - start);
+            for (long[] range : ranges.get().values()) {
+                messages += Math.max(0, range[1] - range[0]);
             }
             return Optional.of(new Backlog(messages, true));
         } catch (ExecutionException | TimeoutException | KafkaException e) {

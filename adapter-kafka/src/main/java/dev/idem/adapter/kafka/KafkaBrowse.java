@@ -8,24 +8,16 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.TopicPartitionInfo;
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /**
  * One browse of a topic ({@link KafkaAdapter#browse}): the admin client tells each partition's range (from the
@@ -79,40 +71,7 @@ final class KafkaBrowse {
     /** Each partition's {start, end}: from the reader's committed offset (else the earliest) to the end. */
     private Map<TopicPartition, long[]> ranges(String topic, String reader)
             throws ExecutionException, TimeoutException, InterruptedException {
-        long wait = timeout.toMillis();
-        TopicDescription description;
-        try {
-            description = admin.describeTopics(List.of(topic)).allTopicNames().get(wait, TimeUnit.MILLISECONDS)
-                    .get(topic);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof UnknownTopicOrPartitionException) {
-                return Map.of();
-            }
-            throw e;
-        }
-        Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
-        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-        for (TopicPartitionInfo p : description.partitions()) {
-            TopicPartition tp = new TopicPartition(topic, p.partition());
-            earliest.put(tp, OffsetSpec.earliest());
-            latest.put(tp, OffsetSpec.latest());
-        }
-        Map<TopicPartition, ListOffsetsResultInfo> starts = admin.listOffsets(earliest).all()
-                .get(wait, TimeUnit.MILLISECONDS);
-        Map<TopicPartition, ListOffsetsResultInfo> ends = admin.listOffsets(latest).all()
-                .get(wait, TimeUnit.MILLISECONDS);
-        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(settings.groupId(reader))
-                .partitionsToOffsetAndMetadata().get(wait, TimeUnit.MILLISECONDS);
-        Map<TopicPartition, long[]> ranges = new HashMap<>();
-        for (Map.Entry<TopicPartition, ListOffsetsResultInfo> end : ends.entrySet()) {
-            long start = starts.get(end.getKey()).offset();
-            OffsetAndMetadata c = committed.get(end.getKey());
-            if (c != null) {
-                start = Math.max(start, c.offset());
-            }
-            ranges.put(end.getKey(), new long[] {start, end.getValue().offset()});
-        }
-        return ranges;
+        return GroupRanges.read(admin, topic, settings.groupId(reader), timeout.toMillis()).orElse(Map.of());
     }
 
     /** Reads offsets {@code [from, to)} of one partition; stops early when nothing comes within the timeout. */
