@@ -31,6 +31,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -113,9 +114,15 @@ class RabbitMqConnectionResetTest {
                     resetsAt.add(System.nanoTime());
                     connectionsReset.add(proxy.reset());
                 }
-                await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(50))
-                        .until(() -> runs.keys().size() == UNIQUE && runtime.inFlight() == 0
-                                && RabbitMqTestBroker.ready(queue) == 0);
+                try {
+                    await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(50))
+                            .until(() -> runs.keys().size() == UNIQUE && runtime.inFlight() == 0
+                                    && RabbitMqTestBroker.ready(queue) == 0);
+                } catch (ConditionTimeoutException e) {
+                    throw new AssertionError(String.format("Not settled within 90 s: IDs run %d of %d, in flight %d,"
+                            + " ready in the queue %d; outcomes %s", runs.keys().size(), UNIQUE, runtime.inFlight(),
+                            RabbitMqTestBroker.ready(queue), outcomes(meters)), e);
+                }
             } finally {
                 runtime.stop(Duration.ofSeconds(10));
                 audit.close();

@@ -117,9 +117,13 @@ final class Intake {
                 w.fingerprint = fingerprinting ? Fingerprints.sha256(w.message.payload()) : null;
                 if (firstCopies != null) {
                     Work first = firstCopies.putIfAbsent(w.key, w);
+                    // Refused when the first copy, itself a follower of a holder from an earlier batch, was
+                    // settled with that holder meanwhile: this copy then goes its own way.
                     if (first != null && Objects.equals(first.fingerprint, w.fingerprint)) {
-                        first.addFollower(w);
-                        continue;
+                        if (first.addFollower(w)) {
+                            continue;
+                        }
+                        firstCopies.put(w.key, w);
                     }
                 }
                 // A copy of a key this pipeline holds from an earlier batch follows or waits for that holder.
