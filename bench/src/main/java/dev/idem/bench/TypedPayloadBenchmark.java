@@ -50,8 +50,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code runtimeCodec} with the runtime's own settings ({@code TypedPayloads.decode}: strict coercion, duplicate
  * names refused, trailing tokens checked).
  *
- * <p>Read: the typed pipeline's cost per message minus the bytes pipeline's, {@code 1/typed - 1/bytes}, against
- * {@code 1/bareJackson}: decoding on the worker must cost the pipeline no more than the decoding costs in a loop.
+ * <p>Read, per {@code concurrency}: the typed pipeline's cost per message minus the bytes pipeline's,
+ * {@code 1/typed - 1/bytes}, against {@code 1/bareJackson}: decoding on the workers must cost the pipeline no more
+ * than the decoding costs in a loop.
  *
  * <p>Run: {@code mvn -q -pl bench -am package -DskipTests && java -jar bench/target/benchmarks.jar TypedPayloadBenchmark}
  */
@@ -98,6 +99,13 @@ public class TypedPayloadBenchmark {
         @Param({"bytes", "typed"})
         String handler;
 
+        /**
+         * {@code 1}: one worker, so that decoding adds to the one thread that runs handlers, completes and acks; the
+         * harshest case. {@code 4}: the default {@code concurrency}, where runs decode side by side.
+         */
+        @Param({"1", "4"})
+        int concurrency;
+
         private IdemRuntime runtime;
         private final CapturingAdapter adapter = new CapturingAdapter();
         private final LongAdder acked = new LongAdder();
@@ -112,10 +120,10 @@ public class TypedPayloadBenchmark {
                       bench:
                         source: in
                         ordering: none
-                        concurrency: 1
+                        concurrency: %d
                         max-in-flight: %d
                         fingerprint: none
-                    """.formatted(BATCH * PipelineBenchmark.IN_FLIGHT_BATCHES);
+                    """.formatted(concurrency, BATCH * PipelineBenchmark.IN_FLIGHT_BATCHES);
             runtime = Idem.builder()
                     .configYaml(yaml)
                     .env(Map.of())
