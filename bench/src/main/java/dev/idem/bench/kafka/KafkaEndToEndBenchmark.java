@@ -46,9 +46,13 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * <p>Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaEndToEndBenchmark [messages=1000000]
- * [rounds=3] [duplicate-percent=10]}
+ * [rounds=3] [duplicate-percent=10]}; {@code -Didem.bench.settings=...} adds pipeline settings to Idem's side (YAML
+ * lines, {@code \n} between them), e.g. {@code max-in-flight: 4000}.
  */
 public final class KafkaEndToEndBenchmark {
+
+    /** Pipeline settings added to Idem's side, {@code -Didem.bench.settings=...}; none by default. */
+    private static final String SETTINGS = System.getProperty("idem.bench.settings", "").replace("\\n", "\n");
 
     private static final int PAYLOAD_BYTES = 100;
     private static final int KEYS = 1024;
@@ -76,7 +80,7 @@ public final class KafkaEndToEndBenchmark {
                 Map<String, Side> sides = new LinkedHashMap<>();
                 sides.put("raw", run -> EndToEnd.rate(messages, raw(kafka, topic, messages, distinct, run)));
                 sides.put("idem", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
-                        "idem-" + topic + "-" + run, topic, "", messages, (message, context) -> {
+                        "idem-" + topic + "-" + run, topic, SETTINGS, messages, (message, context) -> {
                         })));
                 sides.put("adapter", run -> EndToEnd.rate(messages, adapterOnly(kafka, topic, messages, run)));
                 Map<String, List<Double>> rates = EndToEnd.alternate(partitions + "p", 0, rounds, sides);
