@@ -101,16 +101,8 @@ class ConsoleBrowserIT {
         Files.createFile(hold);
         idem.env.put(HoldingHandler.HOLD_ENV, hold.toString());
         idem.env.put(HoldingHandler.HOLDING_ENV, holding.toString());
-        idem.env.put("IDEM_CONSOLE_TOKEN", ConsoleTest.TOKEN);
-        HandlerJar.install(idem, HoldingHandler.class, "holding-handler.jar");
-        idem.writeConfig(EndToEndIT.rabbitMqBroker(uri) + """
-                store: { type: caffeine }
-                pipelines:
-                  %s: { source: "%s", handler: %s, handler-timeout: 1m }
-                runtime:
-                  http: { port: %d }
-                  console: { enabled: true, token: "${IDEM_CONSOLE_TOKEN}" }
-                """.formatted(pipeline, queue, HoldingHandler.class.getName(), port));
+        installWithConsole(idem, uri, HoldingHandler.class, "holding-handler.jar", pipeline, queue,
+                ", handler-timeout: 1m", port);
         String base = "http://127.0.0.1:" + port;
         Installation.Running running = idem.start("run");
         try {
@@ -150,10 +142,7 @@ class ConsoleBrowserIT {
             scrollTo("key-details");
             screenshot("key-claimed");
 
-            browser.get(base + "/console/login");
-            browser.findElement(By.id("token")).sendKeys(ConsoleTest.TOKEN);
-            browser.findElement(By.id("login")).click();
-            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("session"), "logged in"));
+            logIn(base);
             assertThat(release(pipeline, "stuck-1")).as("the session cookie without the CSRF token").isEqualTo(403L);
             lookUp("stuck-1");
             wait.until(ExpectedConditions.textToBe(By.cssSelector("dd[data-field='state']"), "claimed"));
@@ -191,16 +180,7 @@ class ConsoleBrowserIT {
         Files.createFile(broken);
         idem.env.put(ReplayHandler.BROKEN_ENV, broken.toString());
         idem.env.put(ReplayHandler.PROCESSED_ENV, processed.toString());
-        idem.env.put("IDEM_CONSOLE_TOKEN", ConsoleTest.TOKEN);
-        HandlerJar.install(idem, ReplayHandler.class, "replay-handler.jar");
-        idem.writeConfig(EndToEndIT.rabbitMqBroker(uri) + """
-                store: { type: caffeine }
-                pipelines:
-                  %s: { source: "%s", handler: %s }
-                runtime:
-                  http: { port: %d }
-                  console: { enabled: true, token: "${IDEM_CONSOLE_TOKEN}" }
-                """.formatted(pipeline, queue, ReplayHandler.class.getName(), port));
+        installWithConsole(idem, uri, ReplayHandler.class, "replay-handler.jar", pipeline, queue, "", port);
         String base = "http://127.0.0.1:" + port;
         Installation.Running running = idem.start("run");
         try {
@@ -210,10 +190,7 @@ class ConsoleBrowserIT {
             awaitRunning(running, () -> running.outcomes(port).getOrDefault("dead-lettered", 0L) == 1,
                     "the poison message to be dead-lettered");
 
-            browser.get(base + "/console/login");
-            browser.findElement(By.id("token")).sendKeys(ConsoleTest.TOKEN);
-            browser.findElement(By.id("login")).click();
-            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("session"), "logged in"));
+            logIn(base);
             showDeadLetters(pipeline);
             By group = By.cssSelector(".dl-group[data-cause='non-retryable']"
                     + "[data-exception='dev.idem.api.NonRetryableException']");
@@ -254,6 +231,32 @@ class ConsoleBrowserIT {
             }
             deleteQueues(uri, queue, queue + ".DLQ");
         }
+    }
+
+    /**
+     * Installs {@code handler} in its own JAR and configures one pipeline for it on RabbitMQ, with {@code settings}
+     * (inline YAML, starting with a comma) after its handler, and the console on {@code port} behind the test token.
+     */
+    private static void installWithConsole(Installation idem, String uri, Class<?> handler, String jar,
+            String pipeline, String queue, String settings, int port) {
+        idem.env.put("IDEM_CONSOLE_TOKEN", ConsoleTest.TOKEN);
+        HandlerJar.install(idem, handler, jar);
+        idem.writeConfig(EndToEndIT.rabbitMqBroker(uri) + """
+                store: { type: caffeine }
+                pipelines:
+                  %s: { source: "%s", handler: %s%s }
+                runtime:
+                  http: { port: %d }
+                  console: { enabled: true, token: "${IDEM_CONSOLE_TOKEN}" }
+                """.formatted(pipeline, queue, handler.getName(), settings, port));
+    }
+
+    /** Logs the browser in with the test token, as an operator does on the login page. */
+    private void logIn(String base) {
+        browser.get(base + "/console/login");
+        browser.findElement(By.id("token")).sendKeys(ConsoleTest.TOKEN);
+        browser.findElement(By.id("login")).click();
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("session"), "logged in"));
     }
 
     private static String rabbitMq() {
