@@ -157,7 +157,7 @@ final class KeyScheduler {
                 lock.unlock();
             }
             if (handBack != null) {
-                handBack.forEach(runner::handBack);
+                handBackAll(handBack);
             }
         }
     }
@@ -277,7 +277,7 @@ final class KeyScheduler {
         } finally {
             lock.unlock();
         }
-        works.forEach(runner::handBack);
+        handBackAll(works);
     }
 
     /** Whether the work made a key runnable. */
@@ -319,29 +319,101 @@ final class KeyScheduler {
             lock.lock();
             try {
                 for (int i = 0; i < count; i++) {
-                    List<Work> rest = finish(held[i], steps[i]);
+                    List<Work> rest = finishOrGiveUp(held[i], steps[i]);
                     if (rest != null) {
                         handBack.addAll(rest);
                     }
                     held[i] = null;
                 }
-                count = handBack.isEmpty() ? take(held) : 0;
-                alone = count == 1 && held[0] == isolated;
+                count = 0;
+                if (handBack.isEmpty()) {
+                    count = take(held);
+                    alone = count == 1 && held[0] == isolated;
+                }
+            } catch (Throwable t) {
+                // take() failed (finishing gives up on its own): the keys it had taken go back, unrun.
+                log.error("A pipeline worker failed while taking its next keys; handing back what it took", t);
+                count = 0;
+                for (int i = 0; i < held.length; i++) {
+                    if (held[i] != null) {
+                        handBack.addAll(giveUp(held[i]));
+                        held[i] = null;
+                    }
+                }
             } finally {
                 lock.unlock();
             }
             if (!handBack.isEmpty()) {
-                handBack.forEach(runner::handBack);
+                handBackAll(handBack);
                 handBack.clear();
                 continue;
             }
             if (count == 0) {
-                return;
+                if (closed()) {
+                    return;
+                }
+                continue;
             }
             if (count == 1) {
                 steps[0] = runHead(held[0], alone);
             } else {
                 runHeads(held, heads, count, alone, steps);
+            }
+        }
+    }
+
+    private boolean closed() {
+        lock.lock();
+        try {
+            return closed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Applies a run's step to its key, as {@link #finish} does. Should the scheduler's own bookkeeping fail (a defect,
+     * or an error such as out of memory), the key's works not settled yet go back to the broker and the key leaves
+     * the scheduler, so the worker, and the rest of the pipeline, go on: a worker that died would leave the keys it
+     * held in flight for good. Under the lock.
+     */
+    private List<Work> finishOrGiveUp(KeyQueue q, Step step) {
+        try {
+            return finish(q, step);
+        } catch (Throwable t) {
+            log.error("A pipeline worker failed while applying {} to the key '{}'; handing back its messages",
+                    step.kind(), q.key, t);
+            Work head = q.works.peekFirst();
+            List<Work> rest = giveUp(q);
+            if (step.kind() == Step.Kind.AWAIT) {
+                rest.remove(head); // Its completion is being written: that write settles it.
+            }
+            return rest;
+        }
+    }
+
+    /** Takes the key out of the scheduler; returns its works not settled yet, to hand back. Under the lock. */
+    private List<Work> giveUp(KeyQueue q) {
+        ready.remove(q);
+        suspects.remove(q);
+        parked.remove(q);
+        awaiting.remove(q);
+        if (isolated == q) {
+            isolated = null;
+        }
+        workReady.signalAll();
+        List<Work> rest = drain(q);
+        rest.removeIf(Work::isSettled);
+        return rest;
+    }
+
+    /** Hands each work back; a failure on one is logged and the others still go. */
+    private void handBackAll(List<Work> works) {
+        for (Work w : works) {
+            try {
+                runner.handBack(w);
+            } catch (Throwable t) {
+                log.error("Could not hand {} back; the broker redelivers it once the process ends", w.describe(), t);
             }
         }
     }
@@ -586,7 +658,7 @@ final class KeyScheduler {
             lock.unlock();
         }
         if (handBack != null) {
-            handBack.forEach(runner::handBack);
+            handBackAll(handBack);
         }
     }
 
@@ -639,7 +711,7 @@ final class KeyScheduler {
             lock.unlock();
         }
         if (handBack != null) {
-            handBack.forEach(runner::handBack);
+            handBackAll(handBack);
         }
     }
 
@@ -693,7 +765,7 @@ final class KeyScheduler {
         } finally {
             lock.unlock();
         }
-        handBack.forEach(runner::handBack);
+        handBackAll(handBack);
         return handBack.size();
     }
 
@@ -742,7 +814,7 @@ final class KeyScheduler {
         } finally {
             lock.unlock();
         }
-        handBack.forEach(runner::handBack);
+        handBackAll(handBack);
     }
 
     /** Ordering keys with a queue now: a key that went idle holds none. */

@@ -196,4 +196,65 @@ class KeySchedulerTest {
         await().until(() -> ran.containsAll(List.of("p1", "p2")));
         assertThat(ran.indexOf("p2")).isGreaterThan(ran.indexOf("p1"));
     }
+
+    @Test
+    void aWorkerWhoseBookkeepingFailsHandsBackWhatItsKeyHeldAndGoesOn() {
+        List<String> ran = new CopyOnWriteArrayList<>();
+        KeyScheduler.Running running = new KeyScheduler.Running();
+        AtomicInteger idleCalls = new AtomicInteger();
+        // Called under the scheduler's lock as a run is finished: the first call fails, as a defect there would.
+        running.whenIdle(() -> {
+            if (idleCalls.getAndIncrement() == 0) {
+                throw new IllegalStateException("bookkeeping defect");
+            }
+        });
+        scheduler = new KeyScheduler("test", 1, getClass().getClassLoader(), new KeyScheduler.Runner() {
+            @Override
+            public Step run(Work w, boolean alone) {
+                ran.add(w.key);
+                w.markSettled();
+                return Step.NEXT;
+            }
+
+            @Override
+            public void handBack(Work w) {
+                handedBack.add(w.key);
+            }
+        }, timers, 16, (a, b) -> 0, running, null);
+        timers.start();
+        scheduler.submit(List.of(work("A", "a1"), work("A", "a2")));
+        scheduler.start();
+        await().until(() -> handedBack.contains("a2"));
+        assertThat(ran).containsExactly("a1");
+        assertThat(handedBack).as("a1 was settled; only what its key still held goes back").containsExactly("a2");
+
+        scheduler.submit(List.of(work("A", "a3"), work("B", "b1")));
+        await().until(() -> ran.containsAll(List.of("a3", "b1")));
+        await().until(() -> scheduler.keysHeld() == 0);
+    }
+
+    @Test
+    void aHandBackThatFailsDoesNotStopTheOthersNorTheWorker() {
+        List<String> ran = new CopyOnWriteArrayList<>();
+        start(1, new KeyScheduler.Runner() {
+            @Override
+            public Step run(Work w, boolean alone) {
+                ran.add(w.key);
+                return w.key.equals("a1") ? Step.HANDED_BACK : Step.NEXT;
+            }
+
+            @Override
+            public void handBack(Work w) {
+                if (w.key.equals("a2")) {
+                    throw new IllegalStateException("broker gone");
+                }
+                handedBack.add(w.key);
+            }
+        });
+        scheduler.submit(List.of(work("A", "a1"), work("A", "a2"), work("A", "a3")));
+        await().until(() -> handedBack.contains("a3"));
+        scheduler.submit(List.of(work("B", "b1")));
+        await().until(() -> ran.contains("b1"));
+        assertThat(ran).containsExactly("a1", "b1");
+    }
 }
