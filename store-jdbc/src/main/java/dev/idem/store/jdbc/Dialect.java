@@ -208,18 +208,25 @@ abstract class Dialect {
     }
 
     /**
-     * Locks and reads the rows of {@code keys} keys, given as (namespace, id) pairs: the stored columns, then
-     * namespace and id. Keys without a row are simply missing from the answer. Made once per size.
+     * Locks and reads the rows of {@code rows}' keys within a transaction: the stored columns, then namespace and id.
+     * Keys without a row are simply missing from the answer. The keys are listed in the statement, as (namespace, id)
+     * pairs; a statement text per size.
      */
-    final String lockRows(int keys) {
-        return lockRowsStatements.computeIfAbsent(keys, n -> {
-            StringBuilder sql = new StringBuilder("SELECT ").append(storedColumns()).append(", namespace, id FROM ")
+    Query lockRows(Handle handle, List<ClaimRow> rows) {
+        String sql = lockRowsStatements.computeIfAbsent(rows.size(), n -> {
+            StringBuilder text = new StringBuilder("SELECT ").append(storedColumns()).append(", namespace, id FROM ")
                     .append(table).append(" WHERE (namespace, id) IN (");
             for (int i = 0; i < n; i++) {
-                sql.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+                text.append(i == 0 ? "(?, ?)" : ", (?, ?)");
             }
-            return sql.append(") FOR UPDATE").toString();
+            return text.append(") FOR UPDATE").toString();
         });
+        Query read = handle.createQuery(sql);
+        int position = 0;
+        for (ClaimRow row : rows) {
+            read.bind(position++, row.namespace()).bind(position++, row.id());
+        }
+        return read;
     }
 
     /**
@@ -326,8 +333,7 @@ abstract class Dialect {
 
     /**
      * Marks each row not {@code done} whose key is completed with the row's token and still remembered: a
-     * completion retried after one that landed. One read of those keys, listed in a statement of a power-of-two
-     * number of keys (the last repeated), so that few statement texts reach the caches.
+     * completion retried after one that landed. One read of those keys ({@link #completedByAny}).
      */
     final boolean[] alreadyCompleted(Handle handle, List<ClaimRow> rows, boolean[] done) {
         List<ClaimRow> rest = new ArrayList<>();
@@ -339,13 +345,7 @@ abstract class Dialect {
         if (rest.isEmpty()) {
             return done;
         }
-        int size = rest.size() == 1 ? 1 : Integer.highestOneBit(rest.size() - 1) << 1;
-        Query read = handle.createQuery(completedByAnyStatements.computeIfAbsent(size, this::completedByAny));
-        int position = 0;
-        for (int j = 0; j < size; j++) {
-            ClaimRow row = rest.get(Math.min(j, rest.size() - 1));
-            read.bind(position++, row.namespace()).bind(position++, row.id());
-        }
+        Query read = completedByAny(handle, rest);
         Set<ByteBuffer> completed = new HashSet<>();
         read.map((rs, ctx) -> rowKey(rs.getBytes(1), rs.getBytes(2), rs.getLong(3))).forEach(completed::add);
         for (int i = 0; i < done.length; i++) {
@@ -355,15 +355,27 @@ abstract class Dialect {
         return done;
     }
 
-    /** Reads namespace, id and token of those of {@code keys} (namespace, id) pairs completed and remembered. */
-    private String completedByAny(int keys) {
-        StringBuilder sql = new StringBuilder("SELECT namespace, id, token FROM ").append(table)
-                .append(" WHERE state = ").append(COMPLETED).append(" AND expires_at > ").append(now())
-                .append(" AND (namespace, id) IN (");
-        for (int i = 0; i < keys; i++) {
-            sql.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+    /**
+     * Reads namespace, id and token of those of {@code rows}' keys completed and remembered. The keys are listed in a
+     * statement of a power-of-two number of keys (the last repeated), so that few statement texts reach the caches.
+     */
+    Query completedByAny(Handle handle, List<ClaimRow> rows) {
+        int size = rows.size() == 1 ? 1 : Integer.highestOneBit(rows.size() - 1) << 1;
+        Query read = handle.createQuery(completedByAnyStatements.computeIfAbsent(size, keys -> {
+            StringBuilder sql = new StringBuilder("SELECT namespace, id, token FROM ").append(table)
+                    .append(" WHERE state = ").append(COMPLETED).append(" AND expires_at > ").append(now())
+                    .append(" AND (namespace, id) IN (");
+            for (int i = 0; i < keys; i++) {
+                sql.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+            }
+            return sql.append(')').toString();
+        }));
+        int position = 0;
+        for (int j = 0; j < size; j++) {
+            ClaimRow row = rows.get(Math.min(j, rows.size() - 1));
+            read.bind(position++, row.namespace()).bind(position++, row.id());
         }
-        return sql.append(')').toString();
+        return read;
     }
 
     /** A set key for namespace, id and token that cannot confuse one split of the bytes for another. */

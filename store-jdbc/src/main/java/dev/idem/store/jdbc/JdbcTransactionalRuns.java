@@ -301,12 +301,7 @@ final class JdbcTransactionalRuns {
         Map<ByteBuffer, StoredRow> locked = new HashMap<>(rows.size() * 2);
         for (int from = 0; from < rows.size(); from += Dialect.MAX_ROWS_PER_STATEMENT) {
             List<ClaimRow> chunk = rows.subList(from, Math.min(rows.size(), from + Dialect.MAX_ROWS_PER_STATEMENT));
-            Query read = handle.createQuery(dialect.lockRows(chunk.size()));
-            int position = 0;
-            for (ClaimRow row : chunk) {
-                read.bind(position++, row.namespace()).bind(position++, row.id());
-            }
-            read.map((rs, ctx) -> {
+            dialect.lockRows(handle, chunk).map((rs, ctx) -> {
                 locked.put(Dialect.rowKey(rs.getBytes(7), rs.getBytes(8), 0), StoredRow.read(rs, 1));
                 return null;
             }).forEach(ignored -> { });

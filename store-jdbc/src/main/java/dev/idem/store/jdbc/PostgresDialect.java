@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.statement.Query;
 import org.jdbi.v3.core.statement.StatementContext;
 import org.jdbi.v3.core.statement.StatementCustomizer;
 import org.jdbi.v3.core.statement.UnableToCreateStatementException;
@@ -29,6 +30,8 @@ final class PostgresDialect extends Dialect {
     private final String claim;
     private final String completeAll;
     private final String upsertInTransaction;
+    private final String lockRows;
+    private final String completedByAny;
 
     PostgresDialect(String table) {
         super(table);
@@ -71,6 +74,20 @@ final class PostgresDialect extends Dialect {
                   AND k.expires_at > now()
                 RETURNING k.namespace, k.id, k.token
                 """.formatted(table, COMPLETED, plusMicros("now()", "req.retention_us"), CLAIMED);
+        // Keys travel as arrays and each is a probe of the primary key, locked in the arrays' order. Listed as
+        // (namespace, id) pairs instead, the planner factors the shared namespace out of the pairs and may AND a
+        // scan of the whole namespace with the pairs' probes: tens of milliseconds per statement at 100,000 keys,
+        // growing with the table.
+        String probe = """
+                SELECT k.* FROM unnest(CAST(? AS bytea[]), CAST(? AS bytea[])) WITH ORDINALITY AS req(namespace, id, ord)
+                CROSS JOIN LATERAL (
+                    SELECT %s FROM %s s WHERE s.namespace = req.namespace AND s.id = req.id%s
+                ) k
+                ORDER BY req.ord
+                """;
+        this.lockRows = probe.formatted(storedColumns() + ", namespace, id", table, " FOR UPDATE");
+        this.completedByAny = probe.formatted("namespace, id, token", table,
+                " AND s.state = " + COMPLETED + " AND s.expires_at > now()");
         this.upsertInTransaction = upsert("VALUES (?, ?, " + COMPLETED + ", ?, 1, ?, NULL, "
                 + plusMicros("now()", "?") + ", 0)", transactionTakeover("k."));
     }
@@ -220,6 +237,30 @@ final class PostgresDialect extends Dialect {
             statement.unwrap(PGStatement.class).setPrepareThreshold(0);
         }
     };
+
+    @Override
+    Query lockRows(Handle handle, List<ClaimRow> rows) {
+        return byKeys(handle, lockRows, rows);
+    }
+
+    @Override
+    Query completedByAny(Handle handle, List<ClaimRow> rows) {
+        return byKeys(handle, completedByAny, rows);
+    }
+
+    /** {@code sql}, whose two parameters are the arrays of the rows' namespaces and ids. */
+    private static Query byKeys(Handle handle, String sql, List<ClaimRow> rows) {
+        int n = rows.size();
+        byte[][] namespaces = new byte[n][];
+        byte[][] ids = new byte[n][];
+        for (int i = 0; i < n; i++) {
+            namespaces[i] = rows.get(i).namespace();
+            ids[i] = rows.get(i).id();
+        }
+        return handle.createQuery(sql)
+                .bindBySqlType(0, array(handle, "bytea", namespaces), Types.ARRAY)
+                .bindBySqlType(1, array(handle, "bytea", ids), Types.ARRAY);
+    }
 
     /** The update returns the count it left: one statement, no transaction. */
     @Override
