@@ -507,6 +507,12 @@ final class KeyScheduler {
                         if (q == null) {
                             break;
                         }
+                        if (q.works.isEmpty()) {
+                            // A defect of this class: running it would run nothing, or another key's work.
+                            log.error("A pipeline worker found the key '{}' ready with nothing queued; skipping it",
+                                    q.key);
+                            continue;
+                        }
                         if (q.works.peekFirst().claim.suspect()) {
                             suspects.addLast(q);
                             break;
