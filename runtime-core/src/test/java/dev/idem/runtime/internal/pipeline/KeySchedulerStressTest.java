@@ -3,9 +3,6 @@ package dev.idem.runtime.internal.pipeline;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.idem.spi.DeadLetterReason;
-import dev.idem.spi.Delivery;
-import dev.idem.spi.InboundMessage;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -99,7 +96,7 @@ class KeySchedulerStressTest {
         for (int i = 0; i < WORKS; i += 50) {
             List<Work> batch = new ArrayList<>(50);
             for (int j = i; j < i + 50; j++) {
-                batch.add(work("k" + random.nextInt(KEYS), "w" + j));
+                batch.add(KeySchedulerTest.work("k" + random.nextInt(KEYS), "w" + j));
             }
             synchronized (all) {
                 all.addAll(batch);
@@ -156,30 +153,5 @@ class KeySchedulerStressTest {
         if (slot != null) {
             slot.detach();
         }
-    }
-
-    private static Work work(String orderKey, String id) {
-        InboundMessage message = new InboundMessage("q", null, orderKey, Map.of(), new byte[0], id, false, 1);
-        Work w = new Work(new Delivery() {
-            @Override
-            public InboundMessage message() {
-                return message;
-            }
-
-            @Override
-            public void ack() {
-            }
-
-            @Override
-            public void retryLater(Duration delay) {
-            }
-
-            @Override
-            public void deadLetter(DeadLetterReason reason) {
-            }
-        });
-        w.orderKey = orderKey;
-        w.key = id;
-        return w;
     }
 }

@@ -44,7 +44,8 @@ class KeySchedulerTest {
         return scheduler;
     }
 
-    private static Work work(String orderKey, String id) {
+    /** A work of {@code orderKey} whose idempotency key is {@code id}, on a delivery that does nothing. */
+    static Work work(String orderKey, String id) {
         InboundMessage message = new InboundMessage("q", null, orderKey, Map.of(), new byte[0], id, false, 1);
         Work w = new Work(new Delivery() {
             @Override
@@ -144,18 +145,7 @@ class KeySchedulerTest {
     @Test
     void aHandedBackWorkTakesItsKeysLaterWorksBackAndLeavesOtherKeysAlone() {
         List<String> ran = new CopyOnWriteArrayList<>();
-        start(2, new KeyScheduler.Runner() {
-            @Override
-            public Step run(Work w, boolean alone) {
-                ran.add(w.key);
-                return w.key.equals("a1") ? Step.HANDED_BACK : Step.NEXT;
-            }
-
-            @Override
-            public void handBack(Work w) {
-                handedBack.add(w.key);
-            }
-        });
+        start(2, handingBackA1(ran, null));
         scheduler.submit(List.of(work("A", "a1"), work("A", "a2"), work("A", "a3"), work("B", "b1"), work("B", "b2")));
         await().until(() -> handedBack.size() == 2 && ran.containsAll(List.of("b1", "b2")));
         assertThat(handedBack).containsExactly("a2", "a3");
@@ -236,7 +226,20 @@ class KeySchedulerTest {
     @Test
     void aHandBackThatFailsDoesNotStopTheOthersNorTheWorker() {
         List<String> ran = new CopyOnWriteArrayList<>();
-        start(1, new KeyScheduler.Runner() {
+        start(1, handingBackA1(ran, "a2"));
+        scheduler.submit(List.of(work("A", "a1"), work("A", "a2"), work("A", "a3")));
+        await().until(() -> handedBack.contains("a3"));
+        scheduler.submit(List.of(work("B", "b1")));
+        await().until(() -> ran.contains("b1"));
+        assertThat(ran).containsExactly("a1", "b1");
+    }
+
+    /**
+     * A runner that records what runs, hands back the work {@code a1} (and with it what its key queued) and records
+     * what goes back, failing on the hand-back of {@code refused} (or of none when {@code null}).
+     */
+    private KeyScheduler.Runner handingBackA1(List<String> ran, String refused) {
+        return new KeyScheduler.Runner() {
             @Override
             public Step run(Work w, boolean alone) {
                 ran.add(w.key);
@@ -245,16 +248,11 @@ class KeySchedulerTest {
 
             @Override
             public void handBack(Work w) {
-                if (w.key.equals("a2")) {
+                if (w.key.equals(refused)) {
                     throw new IllegalStateException("broker gone");
                 }
                 handedBack.add(w.key);
             }
-        });
-        scheduler.submit(List.of(work("A", "a1"), work("A", "a2"), work("A", "a3")));
-        await().until(() -> handedBack.contains("a3"));
-        scheduler.submit(List.of(work("B", "b1")));
-        await().until(() -> ran.contains("b1"));
-        assertThat(ran).containsExactly("a1", "b1");
+        };
     }
 }
