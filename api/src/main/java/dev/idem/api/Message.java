@@ -46,7 +46,10 @@ public interface Message {
                 + " the test double, or call the typed handle(payload, message, context) directly");
     }
 
-    /** The message headers (Kafka headers, AMQP headers, JMS properties); never {@code null}. */
+    /**
+     * The message headers (Kafka headers, AMQP headers, JMS properties); never {@code null}. Read-only: an adapter's
+     * map may refuse changes (Kafka's does), and decode a header only when it is read.
+     */
     Map<String, String> headers();
 
     /** One header, if present. */

@@ -14,7 +14,6 @@ import dev.idem.spi.SubscriptionRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -380,12 +379,4 @@ final class KafkaAdapter implements BrokerAdapter, DeadLetterBrowser {
         return new ReplyAddress(name, correlation == null ? null : correlation.value());
     }
 
-    /** The header map of a delivery, values decoded as UTF-8; for a repeated name the last value wins. */
-    static Map<String, String> headers(Headers headers) {
-        Map<String, String> out = new LinkedHashMap<>();
-        for (Header h : headers) {
-            out.put(h.key(), h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
-        }
-        return out;
-    }
 }

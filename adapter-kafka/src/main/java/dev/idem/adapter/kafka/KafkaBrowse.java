@@ -97,7 +97,7 @@ final class KafkaBrowse {
 
     private static InboundMessage message(ConsumerRecord<byte[], byte[]> r, String partition) {
         String key = r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8);
-        return new InboundMessage(r.topic(), partition, key, KafkaAdapter.headers(r.headers()),
+        return new InboundMessage(r.topic(), partition, key, new KafkaHeaderMap(r.headers()),
                 r.value() == null ? EMPTY : r.value(), partition + "-" + r.offset(), false, 0, key,
                 KafkaAdapter.replyAddress(r.headers()));
     }

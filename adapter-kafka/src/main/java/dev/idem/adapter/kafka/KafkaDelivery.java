@@ -38,12 +38,10 @@ final class KafkaDelivery implements Delivery {
         this.slot = slot;
         this.epoch = slot.epoch;
         int deliveries = slot.deliveries;
-        this.message = new InboundMessage(record.topic(), partition.name,
-                record.key() == null ? null : new String(record.key(), StandardCharsets.UTF_8),
-                KafkaAdapter.headers(record.headers()), record.value() == null ? EMPTY : record.value(),
-                partition.name + "-" + record.offset(), deliveries > 1, deliveries,
-                record.key() == null ? null : new String(record.key(), StandardCharsets.UTF_8),
-                KafkaAdapter.replyAddress(record.headers()));
+        String key = record.key() == null ? null : new String(record.key(), StandardCharsets.UTF_8);
+        this.message = new InboundMessage(record.topic(), partition.name, key, new KafkaHeaderMap(record.headers()),
+                record.value() == null ? EMPTY : record.value(), partition.name + "-" + record.offset(),
+                deliveries > 1, deliveries, key, KafkaAdapter.replyAddress(record.headers()));
     }
 
     @Override
