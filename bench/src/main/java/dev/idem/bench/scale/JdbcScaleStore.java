@@ -1,12 +1,14 @@
 package dev.idem.bench.scale;
 
 import dev.idem.spi.DedupStore;
+import dev.idem.testkit.TestPluginConfig;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Map;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -67,13 +69,41 @@ final class JdbcScaleStore implements ScaleStore {
 
     @Override
     public DedupStore open() {
+        return open(Map.of());
+    }
+
+    /** {@link #open()} with more of the store's settings ({@code store.jdbc.<name>}), such as its purge's. */
+    DedupStore open(Map<String, Object> settings) {
         try {
             drop();
             execute("CREATE " + (postgres() ? "SCHEMA " : "DATABASE ") + place);
         } catch (SQLException e) {
             throw new IllegalStateException("Could not create " + place + " at " + adminUrl, e);
         }
-        return ScaleStore.create("jdbc", config -> config.with("url", storeUrl()).with("username", user));
+        return ScaleStore.create("jdbc", config -> {
+            TestPluginConfig configured = config.with("url", storeUrl()).with("username", user);
+            for (Map.Entry<String, Object> setting : settings.entrySet()) {
+                configured = configured.with(setting.getKey(), setting.getValue());
+            }
+            return configured;
+        });
+    }
+
+    /** The table's rows: all of them, and those whose {@code expires_at} has passed (which the purge deletes). */
+    long[] rows() throws SQLException {
+        String expired = postgres() ? "count(*) FILTER (WHERE expires_at < now())" : "COALESCE(SUM(expires_at < NOW(6)), 0)";
+        try (Connection c = connect(); Statement query = c.createStatement();
+                ResultSet rows = query.executeQuery("SELECT count(*), " + expired + " FROM " + place + "." + TABLE)) {
+            rows.next();
+            return new long[] {rows.getLong(1), rows.getLong(2)};
+        }
+    }
+
+    /** A plain {@code VACUUM} of the table (PostgreSQL), as autovacuum runs it; nothing on MariaDB. */
+    void vacuum() throws SQLException {
+        if (postgres()) {
+            execute("VACUUM " + place + "." + TABLE);
+        }
     }
 
     /** The admin URL with the run's schema ({@code currentSchema}) or database (the URL's path) in it. */

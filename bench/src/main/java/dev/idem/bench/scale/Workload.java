@@ -42,6 +42,11 @@ final class Workload {
 
     /** {@code size} claim requests of fresh keys. */
     static List<ClaimRequest> requests(int size) {
+        return requests(size, RETENTION);
+    }
+
+    /** {@code size} claim requests of fresh keys whose claims are kept {@code retention} after their lease. */
+    static List<ClaimRequest> requests(int size, Duration retention) {
         ThreadLocalRandom random = ThreadLocalRandom.current();
         List<ClaimRequest> requests = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
@@ -49,7 +54,7 @@ final class Workload {
             String id = new UUID((random.nextLong() & ~0xF000L) | 0x4000L,
                     (random.nextLong() & 0x3FFF_FFFF_FFFF_FFFFL) | 0x8000_0000_0000_0000L).toString();
             requests.add(new ClaimRequest(new StoreKey(NAMESPACE, KEY_DIGEST.apply(id)), fingerprint(id), LEASE,
-                    RETENTION));
+                    retention));
         }
         return requests;
     }
@@ -88,9 +93,14 @@ final class Workload {
     }
 
     static List<CompletionRequest> completions(List<ClaimRequest> requests, long[] tokens) {
+        return completions(requests, tokens, RETENTION);
+    }
+
+    /** The completions of {@code requests}, claimed with {@code tokens}, remembered for {@code retention}. */
+    static List<CompletionRequest> completions(List<ClaimRequest> requests, long[] tokens, Duration retention) {
         List<CompletionRequest> completions = new ArrayList<>(requests.size());
         for (int i = 0; i < tokens.length; i++) {
-            completions.add(new CompletionRequest(requests.get(i).key(), tokens[i], RETENTION));
+            completions.add(new CompletionRequest(requests.get(i).key(), tokens[i], retention));
         }
         return completions;
     }
