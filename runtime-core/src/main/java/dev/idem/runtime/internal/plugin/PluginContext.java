@@ -63,7 +63,7 @@ public final class PluginContext {
 
     /** {@code extractor} with every call in its class loader's context. Binding a bound extractor returns it unchanged. */
     public static IdExtractor bind(IdExtractor extractor) {
-        return extractor instanceof Bound ? extractor : PluginProxy.bind(IdExtractor.class, extractor, loaderOf(extractor));
+        return extractor instanceof Bound ? extractor : new BoundIdExtractor(extractor, loaderOf(extractor));
     }
 
     /** Makes {@code loader} the current thread's context class loader; returns the one to restore with {@link #leave}. */

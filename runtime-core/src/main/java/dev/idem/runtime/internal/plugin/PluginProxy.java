@@ -14,8 +14,8 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The one wrapper that binds a plugin instance (a broker adapter, a dedup store, an ID extractor) to its plugin's
- * context: a proxy that implements every {@code dev.idem.spi} interface the instance's class implements, so that
+ * The wrapper that binds a broker adapter or a dedup store (an ID extractor has {@link BoundIdExtractor}) to its
+ * plugin's context: a proxy that implements every {@code dev.idem.spi} interface the instance's class implements, so that
  * the runtime and the CLI still find optional capabilities ({@code TransactionalDedupStore},
  * {@code SequencedDedupStore}, {@code OutboxStore}, {@code InspectableDedupStore}, ...) with {@code instanceof}.
  * Each call enters the plugin's context and rethrows what the plugin threw. What a call hands back into the
