@@ -80,6 +80,20 @@ final class JdbcScaleStore implements ScaleStore {
         } catch (SQLException e) {
             throw new IllegalStateException("Could not create " + place + " at " + adminUrl, e);
         }
+        return another(settings);
+    }
+
+    @Override
+    public DedupStore another() {
+        return another(Map.of());
+    }
+
+    @Override
+    public String storeSection() {
+        return "{ type: jdbc, jdbc: { url: \"" + storeUrl() + "\", username: " + user + " } }";
+    }
+
+    private DedupStore another(Map<String, Object> settings) {
         return ScaleStore.create("jdbc", config -> {
             TestPluginConfig configured = config.with("url", storeUrl()).with("username", user);
             for (Map.Entry<String, Object> setting : settings.entrySet()) {

@@ -35,7 +35,17 @@ final class RedisScaleStore implements ScaleStore {
     @Override
     public DedupStore open() {
         deleteKeys();
+        return another();
+    }
+
+    @Override
+    public DedupStore another() {
         return ScaleStore.create("redis", config -> config.with("uri", URL).with("key-prefix", prefix));
+    }
+
+    @Override
+    public String storeSection() {
+        return "{ type: redis, redis: { uri: \"" + URL + "\", key-prefix: \"" + prefix + "\" } }";
     }
 
     /**

@@ -11,7 +11,17 @@ import java.util.function.UnaryOperator;
  * A store under {@link StoreScaleBenchmark}: where its keys live, isolated from everything else on the server
  * (a key prefix, a schema, a database of the run's own), and how many bytes they take there.
  */
-interface ScaleStore extends AutoCloseable {
+public interface ScaleStore extends AutoCloseable {
+
+    /** The store named on a command line: {@code redis}, {@code postgresql} or {@code mariadb}. */
+    static ScaleStore of(String name) {
+        return switch (name) {
+            case "redis" -> new RedisScaleStore();
+            case "postgresql" -> JdbcScaleStore.postgresql();
+            case "mariadb" -> JdbcScaleStore.mariadb();
+            default -> throw new IllegalArgumentException("store must be redis, postgresql or mariadb, not " + name);
+        };
+    }
 
     /** The name given on the command line. */
     String name();
@@ -29,6 +39,26 @@ interface ScaleStore extends AutoCloseable {
      * through its provider, with the settings {@code idem run} would use but for the place.
      */
     DedupStore open();
+
+    /**
+     * Another store on the place {@link #open} prepared, keeping the keys there: for a pipeline to run on, which
+     * closes its store when it stops.
+     */
+    DedupStore another();
+
+    /** The pipeline configuration's {@code store:} section for {@link #another}'s store, as one line of YAML. */
+    String storeSection();
+
+    /**
+     * Puts {@code keys} more completed keys into {@code store}, as {@link StoreScaleBenchmark} fills it (namespace
+     * {@code orders}, UUID IDs, SHA-256 fingerprints, 7 days; claims of 1,000 and one {@code completeAll} each, 4
+     * threads).
+     *
+     * @return the nanoseconds it took
+     */
+    static long fill(DedupStore store, long keys) throws Exception {
+        return Workload.fill(store, keys, 4);
+    }
 
     /** The bytes the keys take now (with the server's fixed overhead that {@link #open} found). */
     long size() throws Exception;

@@ -91,7 +91,7 @@ public final class StoreScaleBenchmark {
                 SECONDS, Arrays.toString(BATCHES), Workload.KEY_DIGEST.configValue());
         List<String> reports = new ArrayList<>();
         for (String name : stores.split(",")) {
-            try (ScaleStore target = target(name.trim())) {
+            try (ScaleStore target = ScaleStore.of(name.trim())) {
                 Thread cleanUp = new Thread(() -> dropQuietly(target));
                 Runtime.getRuntime().addShutdownHook(cleanUp);
                 try {
@@ -109,15 +109,6 @@ public final class StoreScaleBenchmark {
         reports.forEach(System.out::print);
         System.out.println();
         System.out.println("Reproduce: " + command(stores, sizes));
-    }
-
-    private static ScaleStore target(String name) {
-        return switch (name) {
-            case "redis" -> new RedisScaleStore();
-            case "postgresql" -> JdbcScaleStore.postgresql();
-            case "mariadb" -> JdbcScaleStore.mariadb();
-            default -> throw new IllegalArgumentException("store must be redis, postgresql or mariadb, not " + name);
-        };
     }
 
     private static String measure(ScaleStore target, List<Long> ns) throws Exception {
@@ -221,7 +212,7 @@ public final class StoreScaleBenchmark {
     }
 
     /** "0,200k,1m" as ascending distinct sizes. */
-    static List<Long> parseSizes(String list) {
+    public static List<Long> parseSizes(String list) {
         TreeSet<Long> sizes = new TreeSet<>();
         for (String part : list.split(",")) {
             String s = part.trim().replace("_", "").toLowerCase(Locale.ROOT);
