@@ -23,7 +23,8 @@ import java.util.Locale;
  * through the N keys' table and index, or the server's key table, as a pipeline's do in production. One run before
  * the first N warms the JVM and is not counted.
  *
- * <p>Printed: each run's rate, then per N the median and its ratio to the smallest N's median.
+ * <p>Printed: each fill's bytes per key (the size before and after it, as {@code StoreScaleBenchmark} measures
+ * size, as written), each run's rate, then per N the median and its ratio to the smallest N's median.
  *
  * <p>Run: {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaScaleBenchmark redis,postgresql
  * 0,1m,10m 100000 3}. Arguments: the stores ({@code redis}, {@code postgresql}, {@code mariadb}), the sizes N
@@ -86,8 +87,12 @@ public final class KafkaScaleBenchmark {
                 double base = Double.NaN;
                 for (long n : ns) {
                     if (n > filled) {
+                        long before = target.size();
                         long nanos = ScaleStore.fill(filler, n - filled);
-                        System.out.printf("%s: filled %,d keys in %.1f s%n", name, n - filled, nanos / 1e9);
+                        long after = target.size();
+                        System.out.printf("%s: filled %,d keys in %.1f s; %,d -> %,d bytes, %.1f bytes per key (%s)%n",
+                                name, n - filled, nanos / 1e9, before, after, (double) (after - before) / (n - filled),
+                                target.sizeSource());
                         filled = n;
                         target.settle();
                     }
