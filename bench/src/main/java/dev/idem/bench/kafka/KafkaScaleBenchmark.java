@@ -80,7 +80,7 @@ public final class KafkaScaleBenchmark {
                 String storeType = name.equals("redis") ? "redis" : "jdbc";
                 int[] run = {0};
                 Run pipeline = () -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
-                        "scale" + ProcessHandle.current().pid() + "r" + run[0]++, topic, "retention: 10m", messages,
+                        "scale-" + name + ProcessHandle.current().pid() + "r" + run[0]++, topic, "retention: 10m", messages,
                         (m, c) -> { }, storeType, target.storeSection(), target.another()));
                 System.out.printf("%s: warm-up run %,.0f msg/s%n", name, pipeline.rate());
                 long filled = 0;
