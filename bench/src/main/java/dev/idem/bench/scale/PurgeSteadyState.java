@@ -173,16 +173,7 @@ public final class PurgeSteadyState {
             previousKeys = done;
             windowStart = windowEnd;
         }
-        for (Thread t : threads) {
-            t.join();
-        }
-        Throwable first = failure.get();
-        if (first instanceof Exception e) {
-            throw e;
-        }
-        if (first != null) {
-            throw new IllegalStateException(first);
-        }
+        Workload.joinAll(threads, failure);
         return windows;
     }
 

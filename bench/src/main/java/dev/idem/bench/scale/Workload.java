@@ -204,7 +204,12 @@ final class Workload {
             t.start();
             started.add(t);
         }
-        for (Thread t : started) {
+        joinAll(started, failure);
+    }
+
+    /** Waits for {@code threads}, then throws the first failure that one of them set in {@code failure}. */
+    static void joinAll(List<Thread> threads, AtomicReference<Throwable> failure) throws Exception {
+        for (Thread t : threads) {
             t.join();
         }
         Throwable first = failure.get();
