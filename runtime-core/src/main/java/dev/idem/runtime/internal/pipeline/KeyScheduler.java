@@ -329,6 +329,11 @@ final class KeyScheduler {
                 if (handBack.isEmpty()) {
                     count = take(held);
                     alone = count == 1 && held[0] == isolated;
+                    // Read under the lock: the intake appends to a held key's queue while its head runs, and an
+                    // ArrayDeque read during another thread's append (a resize) can fail or return another element.
+                    for (int i = 0; i < count; i++) {
+                        heads[i] = held[i].works.peekFirst();
+                    }
                 }
             } catch (Throwable t) {
                 // take() failed (finishing gives up on its own): the keys it had taken go back, unrun.
@@ -355,9 +360,10 @@ final class KeyScheduler {
                 continue;
             }
             if (count == 1) {
-                steps[0] = runHead(held[0], alone);
+                steps[0] = runHead(heads[0], alone);
+                heads[0] = null;
             } else {
-                runHeads(held, heads, count, alone, steps);
+                runHeads(heads, count, alone, steps);
             }
         }
     }
@@ -418,11 +424,8 @@ final class KeyScheduler {
         }
     }
 
-    private void runHeads(KeyQueue[] held, Work[] heads, int count, boolean alone, Step[] steps) {
-        for (int i = 0; i < count; i++) {
-            heads[i] = held[i].works.peekFirst();
-            steps[i] = null;
-        }
+    private void runHeads(Work[] heads, int count, boolean alone, Step[] steps) {
+        Arrays.fill(steps, 0, count, null);
         try {
             runner.runAll(heads, count, alone, steps);
         } catch (Throwable t) {
@@ -442,8 +445,7 @@ final class KeyScheduler {
         Arrays.fill(heads, 0, count, null);
     }
 
-    private Step runHead(KeyQueue q, boolean alone) {
-        Work head = q.works.peekFirst();
+    private Step runHead(Work head, boolean alone) {
         try {
             return runner.run(head, alone);
         } catch (Throwable t) {
