@@ -211,6 +211,9 @@ abstract class Dialect {
      * Locks and reads the rows of {@code rows}' keys within a transaction: the stored columns, then namespace and id.
      * Keys without a row are simply missing from the answer. The keys are listed in the statement, as (namespace, id)
      * pairs; a statement text per size.
+     *
+     * @param rows at most {@link #MAX_ROWS_PER_STATEMENT}, distinct keys, sorted by key: the caller takes every
+     *        transaction's locks in one order
      */
     Query lockRows(Handle handle, List<ClaimRow> rows) {
         String sql = lockRowsStatements.computeIfAbsent(rows.size(), n -> {

@@ -15,6 +15,7 @@ import dev.idem.spi.TransactionalDedupStore.Work;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -296,17 +297,35 @@ final class JdbcTransactionalRuns {
         }
     }
 
-    /** Locks the rows of {@code rows}' keys, in statements of at most {@link Dialect#MAX_ROWS_PER_STATEMENT} keys. */
+    /**
+     * Locks the rows of {@code rows}' keys, in statements of at most {@link Dialect#MAX_ROWS_PER_STATEMENT} keys
+     * taken in {@linkplain #lockOrder key order}.
+     */
     private Map<ByteBuffer, StoredRow> lockRows(Handle handle, List<ClaimRow> rows) {
         Map<ByteBuffer, StoredRow> locked = new HashMap<>(rows.size() * 2);
-        for (int from = 0; from < rows.size(); from += Dialect.MAX_ROWS_PER_STATEMENT) {
-            List<ClaimRow> chunk = rows.subList(from, Math.min(rows.size(), from + Dialect.MAX_ROWS_PER_STATEMENT));
+        for (List<ClaimRow> chunk : lockOrder(rows)) {
             dialect.lockRows(handle, chunk).map((rs, ctx) -> {
                 locked.put(Dialect.rowKey(rs.getBytes(7), rs.getBytes(8), 0), StoredRow.read(rs, 1));
                 return null;
             }).forEach(ignored -> { });
         }
         return locked;
+    }
+
+    /**
+     * {@code rows} sorted by key ({@link ClaimRow#compareTo}) and cut into statements of at most
+     * {@link Dialect#MAX_ROWS_PER_STATEMENT}: every transaction takes the locks of the keys it shares with another
+     * in the same order, whatever its members' order and however many statements it needs, so two of them (two
+     * processes given the same messages) wait for each other rather than deadlock.
+     */
+    static List<List<ClaimRow>> lockOrder(List<ClaimRow> rows) {
+        List<ClaimRow> sorted = new ArrayList<>(rows);
+        Collections.sort(sorted);
+        List<List<ClaimRow>> chunks = new ArrayList<>(sorted.size() / Dialect.MAX_ROWS_PER_STATEMENT + 1);
+        for (int from = 0; from < sorted.size(); from += Dialect.MAX_ROWS_PER_STATEMENT) {
+            chunks.add(sorted.subList(from, Math.min(sorted.size(), from + Dialect.MAX_ROWS_PER_STATEMENT)));
+        }
+        return chunks;
     }
 
     /**

@@ -7,8 +7,6 @@ import java.sql.SQLException;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -76,8 +74,8 @@ final class PostgresDialect extends Dialect {
                   AND k.expires_at > now()
                 RETURNING k.namespace, k.id, k.token
                 """.formatted(table, COMPLETED, plusMicros("now()", "req.retention_us"), CLAIMED);
-        // Keys travel as arrays and each is a probe of the primary key, locked in the arrays' order (lockRows sorts
-        // them). Listed as (namespace, id) pairs instead, the planner factors the shared namespace out of the pairs
+        // Keys travel as arrays and each is a probe of the primary key, locked in the arrays' order (the caller
+        // sorts them). Listed as (namespace, id) pairs instead, the planner factors the shared namespace out of the pairs
         // and may AND a scan of the whole namespace with the pairs' probes: tens of milliseconds per statement at
         // 100,000 keys, growing with the table.
         String probe = """
@@ -240,22 +238,11 @@ final class PostgresDialect extends Dialect {
         }
     };
 
-    /**
-     * The rows are locked in one order whatever the caller's (by namespace, then id, as unsigned bytes), so that two
-     * transactions locking overlapping keys (two processes given the same messages) wait for each other rather than
-     * deadlock.
-     */
+    /** The rows are locked in the order of {@code rows}, which the caller sorts by key. */
     @Override
     Query lockRows(Handle handle, List<ClaimRow> rows) {
-        List<ClaimRow> ordered = new ArrayList<>(rows);
-        ordered.sort(KEY_ORDER);
-        return byKeys(handle, lockRows, ordered);
+        return byKeys(handle, lockRows, rows);
     }
-
-    private static final Comparator<ClaimRow> KEY_ORDER = (a, b) -> {
-        int byNamespace = Arrays.compareUnsigned(a.namespace(), b.namespace());
-        return byNamespace != 0 ? byNamespace : Arrays.compareUnsigned(a.id(), b.id());
-    };
 
     @Override
     Query completedByAny(Handle handle, List<ClaimRow> rows) {
