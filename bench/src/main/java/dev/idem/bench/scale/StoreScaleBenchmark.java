@@ -18,7 +18,8 @@ import java.util.TreeSet;
  * writes them: {@code claim} of 1,000 fresh keys, then one {@code completeAll} of them, from 4 threads
  * ({@code -Didem.bench.fill-threads}); keys in namespace {@code orders} with a random UUID as ID, the SHA-256
  * fingerprint of a 100-byte payload (unpadded URL-safe Base64, as the runtime computes it), lease 30 s, retention
- * 7 days for claim and completion (the defaults). See {@link Workload}.
+ * 7 days for claim and completion (the defaults). See {@link Workload}. With {@code -Didem.bench.fill=bulk} a store
+ * that can fills faster than through its SPI ({@link ScaleStore#bulkFill}), for the largest N.
  *
  * <p>Size, measured before and after the fill: Redis, the server's {@code used_memory} ({@code INFO memory}, read
  * again until it stops moving, as Redis rehashes its key table incrementally); PostgreSQL,
@@ -66,8 +67,9 @@ public final class StoreScaleBenchmark {
     private static final int FILL_THREADS = Integer.getInteger("idem.bench.fill-threads", 4);
     private static final double WARMUP = Double.parseDouble(System.getProperty("idem.bench.warmup", "3"));
     private static final boolean COMPACT = Boolean.parseBoolean(System.getProperty("idem.bench.compact", "true"));
+    private static final boolean BULK_FILL = "bulk".equals(System.getProperty("idem.bench.fill", "spi"));
     private static final List<String> PROPERTIES = List.of("idem.bench.seconds", "idem.bench.threads",
-            "idem.bench.fill-threads", "idem.bench.warmup", "idem.bench.compact", "idem.bench.key-digest");
+            "idem.bench.fill-threads", "idem.bench.warmup", "idem.bench.compact", "idem.bench.key-digest", "idem.bench.fill");
     private static final int[] BATCHES = {1, 100};
     private static final int WARMUP_KEYS = 20_000;
 
@@ -129,7 +131,7 @@ public final class StoreScaleBenchmark {
         for (long n : ns) {
             try (DedupStore store = target.open()) {
                 long before = target.size();
-                long fillNanos = Workload.fill(store, n, FILL_THREADS);
+                long fillNanos = BULK_FILL ? target.bulkFill(store, n) : Workload.fill(store, n, FILL_THREADS);
                 long after = target.size();
                 // An empty table is neither compacted nor analyzed: statistics saying "empty" would steer the
                 // planner to plans for an empty table while the load fills it (and autovacuum's next look may be
