@@ -75,9 +75,9 @@ final class PostgresDialect extends Dialect {
                 RETURNING k.namespace, k.id, k.token
                 """.formatted(table, COMPLETED, plusMicros("now()", "req.retention_us"), CLAIMED);
         // Keys travel as arrays and each is a probe of the primary key, locked in the arrays' order (the caller
-        // sorts them). Listed as (namespace, id) pairs instead, the planner factors the shared namespace out of the pairs
-        // and may AND a scan of the whole namespace with the pairs' probes: tens of milliseconds per statement at
-        // 100,000 keys, growing with the table.
+        // sorts them). Listed as (namespace, id) pairs instead, the planner factors the shared namespace out of the
+        // pairs and may AND a scan of the whole namespace with the pairs' probes: tens of milliseconds per statement
+        // at 100,000 keys, growing with the table.
         String probe = """
                 SELECT k.* FROM unnest(CAST(? AS bytea[]), CAST(? AS bytea[])) WITH ORDINALITY AS req(namespace, id, ord)
                 CROSS JOIN LATERAL (
