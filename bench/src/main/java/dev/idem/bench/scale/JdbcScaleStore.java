@@ -123,7 +123,7 @@ final class JdbcScaleStore implements ScaleStore {
      */
     @Override
     public long bulkFill(DedupStore store, long keys) throws Exception {
-        if (!postgres()) {
+        if (!postgres() || keys == 0) {
             return ScaleStore.fill(store, keys);
         }
         if (Workload.KEY_DIGEST != KeyDigest.NONE) {
