@@ -39,12 +39,7 @@ public final class KafkaScaleBenchmark {
 
     private static final int PARTITIONS = 4;
     private static final int DUPLICATE_PERCENT = 10;
-    private static final boolean BULK_FILL = switch (System.getProperty("idem.bench.fill", "spi")) {
-        case "spi" -> false;
-        case "bulk" -> true;
-        default -> throw new IllegalArgumentException("-Didem.bench.fill must be spi or bulk, not "
-                + System.getProperty("idem.bench.fill"));
-    };
+    private static final boolean BULK_FILL = ScaleStore.bulkFillChosen();
 
     private KafkaScaleBenchmark() {
     }

@@ -71,6 +71,20 @@ public interface ScaleStore extends AutoCloseable {
         return fill(store, keys);
     }
 
+    /**
+     * Whether {@code -Didem.bench.fill} asks for {@link #bulkFill}: {@code spi} (the default) or {@code bulk}.
+     *
+     * @throws IllegalArgumentException for any other value
+     */
+    static boolean bulkFillChosen() {
+        String fill = System.getProperty("idem.bench.fill", "spi");
+        return switch (fill) {
+            case "spi" -> false;
+            case "bulk" -> true;
+            default -> throw new IllegalArgumentException("-Didem.bench.fill must be spi or bulk, not " + fill);
+        };
+    }
+
     /** What {@link #bulkFill} leaves on disk that {@link #fill} would not, for the figures' heading. */
     default String bulkFillNote() {
         return "through the SPI";

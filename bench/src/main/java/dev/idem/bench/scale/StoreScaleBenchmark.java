@@ -67,7 +67,7 @@ public final class StoreScaleBenchmark {
     private static final int FILL_THREADS = Integer.getInteger("idem.bench.fill-threads", 4);
     private static final double WARMUP = Double.parseDouble(System.getProperty("idem.bench.warmup", "3"));
     private static final boolean COMPACT = Boolean.parseBoolean(System.getProperty("idem.bench.compact", "true"));
-    private static final boolean BULK_FILL = "bulk".equals(System.getProperty("idem.bench.fill", "spi"));
+    private static final boolean BULK_FILL = ScaleStore.bulkFillChosen();
     private static final List<String> PROPERTIES = List.of("idem.bench.seconds", "idem.bench.threads",
             "idem.bench.fill-threads", "idem.bench.warmup", "idem.bench.compact", "idem.bench.key-digest", "idem.bench.fill");
     private static final int[] BATCHES = {1, 100};
