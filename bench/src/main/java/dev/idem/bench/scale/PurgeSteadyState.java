@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
@@ -98,7 +99,7 @@ public final class PurgeSteadyState {
         AtomicLong vacuumsRun = new AtomicLong();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Latencies[]> latencies = new ArrayList<>();
-        long[] behind = new long[THREADS];
+        AtomicLongArray behind = new AtomicLongArray(THREADS);
         long start = System.nanoTime();
         long end = start + length.toNanos();
         long interval = (long) (BATCH * THREADS / rate * 1e9);
@@ -126,7 +127,7 @@ public final class PurgeSteadyState {
                     }
                     keys.addAndGet(BATCH);
                     next += interval;
-                    behind[thread] = Math.max(0, t2 - next);
+                    behind.set(thread, Math.max(0, t2 - next));
                 }
             }));
         }
@@ -159,8 +160,8 @@ public final class PurgeSteadyState {
             }
             long done = keys.get();
             long lag = 0;
-            for (long b : behind) {
-                lag = Math.max(lag, b);
+            for (int i = 0; i < behind.length(); i++) {
+                lag = Math.max(lag, behind.get(i));
             }
             long[] rows = target.rows();
             Window w = new Window((windowEnd - start) / 1e9, (done - previousKeys) / ((windowEnd - windowStart) / 1e9),
