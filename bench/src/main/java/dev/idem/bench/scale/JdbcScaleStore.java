@@ -139,19 +139,16 @@ final class JdbcScaleStore implements ScaleStore {
             left -= template;
         }
         String table = place + "." + TABLE;
-        try (Connection c = connect()) {
+        try (Connection c = connect(); PreparedStatement postgresFill = postgres()
+                ? c.prepareStatement(POSTGRES_FILL.formatted(table, Workload.NAMESPACE)) : null;
+                Statement mariaDbFill = c.createStatement()) {
             while (left > 0) {
                 long take = Math.min(left, BULK_STATEMENT);
-                if (postgres()) {
-                    try (PreparedStatement statement = c.prepareStatement(POSTGRES_FILL.formatted(table,
-                            Workload.NAMESPACE))) {
-                        statement.setLong(1, take);
-                        statement.executeUpdate();
-                    }
+                if (postgresFill != null) {
+                    postgresFill.setLong(1, take);
+                    postgresFill.executeUpdate();
                 } else {
-                    try (Statement statement = c.createStatement()) {
-                        statement.executeUpdate(MARIADB_FILL.formatted(table, Workload.NAMESPACE, take));
-                    }
+                    mariaDbFill.executeUpdate(MARIADB_FILL.formatted(table, Workload.NAMESPACE, take));
                 }
                 left -= take;
                 System.out.printf("%s: bulk fill, %,d keys to go (%.0f s)%n", name, left,

@@ -50,9 +50,7 @@ final class Workload {
         ThreadLocalRandom random = ThreadLocalRandom.current();
         List<ClaimRequest> requests = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
-            // A version 4 UUID, as UUID.randomUUID() makes, without its lock on one SecureRandom.
-            String id = new UUID((random.nextLong() & ~0xF000L) | 0x4000L,
-                    (random.nextLong() & 0x3FFF_FFFF_FFFF_FFFFL) | 0x8000_0000_0000_0000L).toString();
+            String id = randomUuid(random);
             requests.add(new ClaimRequest(new StoreKey(NAMESPACE, KEY_DIGEST.apply(id)), fingerprint(id), LEASE,
                     retention));
         }
@@ -111,6 +109,12 @@ final class Workload {
                 throw new IllegalStateException("A claimed key was not completed: " + result);
             }
         }
+    }
+
+    /** A version 4 UUID as text, as {@link UUID#randomUUID()} makes one, without its lock on one SecureRandom. */
+    static String randomUuid(ThreadLocalRandom random) {
+        return new UUID((random.nextLong() & ~0xF000L) | 0x4000L,
+                (random.nextLong() & 0x3FFF_FFFF_FFFF_FFFFL) | 0x8000_0000_0000_0000L).toString();
     }
 
     /**
