@@ -30,6 +30,9 @@ final class RedisScaleStore implements ScaleStore {
 
     static final String URL = System.getenv().getOrDefault("IDEM_BENCH_REDIS_URL", "redis://127.0.0.1:6379");
 
+    /** {@code -Didem.bench.redis.pack=true}: the store with {@code pack-completed} (filled through the SPI only). */
+    static final boolean PACK = Boolean.getBoolean("idem.bench.redis.pack");
+
     private final String prefix = "idem-scale-" + UUID.randomUUID().toString().substring(0, 8) + ":";
     private final RedisClient client = RedisClient.create(URL);
     private final StatefulRedisConnection<String, String> admin = client.connect();
@@ -41,7 +44,7 @@ final class RedisScaleStore implements ScaleStore {
 
     @Override
     public String sizeSource() {
-        return "used_memory (INFO memory) of " + URL + ", keys under " + prefix;
+        return "used_memory (INFO memory) of " + URL + ", keys under " + prefix + (PACK ? ", pack-completed" : "");
     }
 
     /** The completed key {@link #bulkFill} copies the format of, once one is written through the SPI. */
@@ -56,12 +59,14 @@ final class RedisScaleStore implements ScaleStore {
 
     @Override
     public DedupStore another() {
-        return ScaleStore.create("redis", config -> config.with("uri", URL).with("key-prefix", prefix));
+        return ScaleStore.create("redis", config -> config.with("uri", URL).with("key-prefix", prefix)
+                .with("pack-completed", PACK));
     }
 
     @Override
     public String storeSection() {
-        return "{ type: redis, redis: { uri: \"" + URL + "\", key-prefix: \"" + prefix + "\" } }";
+        return "{ type: redis, redis: { uri: \"" + URL + "\", key-prefix: \"" + prefix + "\", pack-completed: " + PACK
+                + " } }";
     }
 
     /**
@@ -155,6 +160,10 @@ final class RedisScaleStore implements ScaleStore {
         if (Workload.KEY_DIGEST != KeyDigest.NONE) {
             throw new IllegalArgumentException("The bulk fill writes UUID IDs as text: run it without "
                     + "-Didem.bench.key-digest");
+        }
+        if (PACK) {
+            throw new IllegalArgumentException("The bulk fill writes completed keys as strings, not packed: run "
+                    + "-Didem.bench.redis.pack=true with -Didem.bench.fill=spi");
         }
         long start = System.nanoTime();
         long left = keys;

@@ -139,7 +139,8 @@ final class Failures {
             case "NOAUTH", "WRONGPASS" -> hint = "Check " + configPath + ".username and " + configPath + ".password.";
             case "NOPERM" -> hint = "Grant the Redis user the commands EVALSHA, EVAL, SCRIPT, GET, SET, DEL, PTTL, TIME, PING"
                     + " (and SCAN for store statistics, listing and purging, WAIT with " + configPath
-                    + ".wait.replicas)"
+                    + ".wait.replicas, HGET, HSET, HDEL, HLEN, HEXISTS, HGETALL, HKEYS and PEXPIRE for durable steps and"
+                    + " " + configPath + ".pack-completed)"
                     + " on keys under " + configPath + ".key-prefix.";
             default -> hint = retriable ? "Retrying is safe." : "";
         }

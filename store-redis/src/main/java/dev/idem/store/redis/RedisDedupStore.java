@@ -163,6 +163,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     private static final long IN_PROGRESS = 3;
     private static final Duplicate MATCHES = new Duplicate(true);
     private static final Duplicate DIFFERS = new Duplicate(false);
+    private static final byte[] NO_FIELD = new byte[0];
 
     private final RedisConnection connection;
     private final RedisClusterAsyncCommands<byte[], byte[]> redis;
@@ -175,19 +176,32 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     private final UnclaimedTokens unclaimed = new UnclaimedTokens();
     private final RedisWatermarks watermarks;
     private final RedisListing listing;
+    /** Whether completions are written as packed fields where they fit ({@code pack-completed}). */
+    private final byte[] pack;
+    /** Whether a key's family of buckets can lie on its slot, so that scripts read (and write) packed completions. */
+    private final boolean packable;
 
     /** Without waiting for replicas; for tests. */
     RedisDedupStore(RedisConnection connection, String keyPrefix, Failures failures, Duration commandTimeout) {
-        this(connection, keyPrefix, failures, commandTimeout, new ReplicaWait(0, Duration.ZERO, connection));
+        this(connection, keyPrefix, failures, commandTimeout, new ReplicaWait(0, Duration.ZERO, connection), false);
     }
 
-    /** @param replicas what each claim, completion and other fenced write waits for ({@code wait.replicas}) */
+    /**
+     * @param replicas what each claim, completion and other fenced write waits for ({@code wait.replicas})
+     * @param packCompleted whether completions are written as packed fields ({@code pack-completed}); packed ones are
+     *     read either way
+     */
     RedisDedupStore(RedisConnection connection, String keyPrefix, Failures failures, Duration commandTimeout,
-            ReplicaWait replicas) {
+            ReplicaWait replicas, boolean packCompleted) {
         this.connection = connection;
         this.redis = connection.commands();
         this.keys = new RedisKeys(keyPrefix);
         this.keyPrefix = keyPrefix;
+        this.packable = !connection.cluster() || keys.companionsOnSlot();
+        if (packCompleted && !packable) {
+            throw new IllegalArgumentException("pack-completed needs a key-prefix whose first braces are not empty");
+        }
+        this.pack = ascii(packCompleted ? 1 : 0);
         this.failures = failures;
         // Lettuce fails a command itself after the command timeout; a NOSCRIPT fallback sends a second one.
         this.waitNanos = commandTimeout.multipliedBy(2).toNanos();
@@ -231,11 +245,13 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
             return List.of();
         }
         byte[][] redisKeys = new byte[size][];
+        byte[][] ids = new byte[size][];
         long[] tokens = new long[size];
         long[] reusableUntil = new long[size];
         long sent = System.nanoTime();
         for (int i = 0; i < size; i++) {
             ClaimRequest request = requests.get(i);
+            ids[i] = RedisKeys.utf8(request.key().id());
             redisKeys[i] = keys.encode(request.key());
             UnclaimedTokens.Entry again = unclaimed.take(request, sent);
             if (again != null) {
@@ -252,8 +268,8 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         Supplier<CompletableFuture<Long>> behind = replicas.behind();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(CLAIM.run(redis, behind, ScriptOutputType.MULTI, keysOf(group, redisKeys),
-                    claimArgs(group, requests, tokens)));
+            replies.add(CLAIM.run(redis, behind, ScriptOutputType.MULTI, withFamilies(group, redisKeys, ids),
+                    claimArgs(group, requests, tokens, ids)));
         }
         String operation = "a claim of " + size + (size == 1 ? " key" : " keys");
         long deadline = System.nanoTime() + writeWaitNanos;
@@ -278,8 +294,12 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
 
     @Override
     public boolean complete(StoreKey key, long token, Duration retention) {
-        return yes(COMPLETE, true, "a complete", key, ascii(token), RedisRecords.token(token),
-                ascii(millis(retention)));
+        String operation = describe("a complete", key);
+        byte[] message = keys.encode(key);
+        byte[] id = RedisKeys.utf8(key.id());
+        return yes(await(COMPLETE.run(redis, replicas.behind(), ScriptOutputType.INTEGER,
+                new byte[][] {message, familyOf(message, id)}, ascii(token), RedisRecords.token(token),
+                ascii(millis(retention)), pack, fieldOf(id)), operation, System.nanoTime() + writeWaitNanos), operation);
     }
 
     @Override
@@ -315,8 +335,10 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         Objects.requireNonNull(key, "key");
         String operation = describe("reading the reply", key);
         byte[] message = keys.encode(key);
+        byte[] id = RedisKeys.utf8(key.id());
         List<Object> reply = await(REPLY.run(redis, ScriptOutputType.MULTI,
-                new byte[][] {message, replyKey(message, operation)}), operation, System.nanoTime() + waitNanos);
+                new byte[][] {message, replyKey(message, operation), familyOf(message, id)}, fieldOf(id)), operation,
+                System.nanoTime() + waitNanos);
         if (reply == null || reply.isEmpty()) {
             return Optional.empty();
         }
@@ -356,15 +378,17 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
             return watermarks.completeAll(requests);
         }
         byte[][] redisKeys = new byte[size][];
+        byte[][] ids = new byte[size][];
         for (int i = 0; i < size; i++) {
+            ids[i] = RedisKeys.utf8(requests.get(i).key().id());
             redisKeys[i] = keys.encode(requests.get(i).key());
         }
         int[][] groups = connection.cluster() ? bySlot(redisKeys) : oneGroup(redisKeys);
         Supplier<CompletableFuture<Long>> behind = replicas.behind();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(COMPLETE_ALL.run(redis, behind, ScriptOutputType.MULTI, keysOf(group, redisKeys),
-                    completionArgs(group, requests)));
+            replies.add(COMPLETE_ALL.run(redis, behind, ScriptOutputType.MULTI, withFamilies(group, redisKeys, ids),
+                    completionArgs(group, requests, ids)));
         }
         String operation = "a completion of " + size + (size == 1 ? " key" : " keys");
         long deadline = System.nanoTime() + writeWaitNanos;
@@ -465,8 +489,10 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
     public Optional<StoredKey> inspect(StoreKey key) {
         Objects.requireNonNull(key, "key");
         String operation = describe("an inspection", key);
-        List<Object> reply = await(INSPECT.run(redis, ScriptOutputType.MULTI, new byte[][] {keys.encode(key)}),
-                operation, System.nanoTime() + waitNanos);
+        byte[] message = keys.encode(key);
+        byte[] id = RedisKeys.utf8(key.id());
+        List<Object> reply = await(INSPECT.run(redis, ScriptOutputType.MULTI,
+                new byte[][] {message, familyOf(message, id)}, fieldOf(id)), operation, System.nanoTime() + waitNanos);
         Instant now = Instant.now();
         if (reply == null || reply.isEmpty()) {
             return Optional.empty();
@@ -497,10 +523,11 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         byte[] message = keys.encode(key);
         // Its steps and its reply go with it, where they can lie on its slot; else the key itself stands in for them.
         boolean anywhere = !connection.cluster();
+        byte[] id = RedisKeys.utf8(key.id());
         byte[][] all = {message, anywhere || keys.stepsOnSlot(message) ? keys.stepsOf(message) : message,
-                anywhere || keys.replyOnSlot(message) ? keys.replyOf(message) : message};
-        return yes(await(DELETE.run(redis, ScriptOutputType.INTEGER, all), operation, System.nanoTime() + waitNanos),
-                operation);
+                anywhere || keys.replyOnSlot(message) ? keys.replyOf(message) : message, familyOf(message, id)};
+        return yes(await(DELETE.run(redis, ScriptOutputType.INTEGER, all, fieldOf(id)), operation,
+                System.nanoTime() + waitNanos), operation);
     }
 
     @Override
@@ -531,12 +558,22 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         long completed = 0;
         while (true) {
             List<CompletableFuture<byte[]>> values = new ArrayList<>(cursor.getKeys().size());
+            List<CompletableFuture<Long>> buckets = new ArrayList<>();
             for (byte[] key : cursor.getKeys()) {
-                if (!keys.isWatermark(key) && !keys.isSteps(key) && !keys.isReply(key)) {
+                if (keys.isPacked(key)) {
+                    // A bucket's name ends with its number, a family key's with its namespace's colon.
+                    if (key[key.length - 1] != ':') {
+                        buckets.add(redis.hlen(key).toCompletableFuture());
+                    }
+                } else if (!keys.isWatermark(key) && !keys.isSteps(key) && !keys.isReply(key)) {
                     values.add(redis.get(key).toCompletableFuture());
                 }
             }
             long deadline = System.nanoTime() + waitNanos;
+            for (CompletableFuture<Long> fields : buckets) {
+                // Its expired fields too, until a sweep drops them.
+                completed += await(fields, operation, deadline);
+            }
             for (CompletableFuture<byte[]> value : values) {
                 switch (classify(await(value, operation, deadline), nowMicros, operation)) {
                     case CLAIMED -> claimed++;
@@ -689,19 +726,57 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         }
     }
 
-    private static byte[][] completionArgs(int[] group, List<CompletionRequest> requests) {
-        byte[][] args = new byte[group.length * 3][];
-        for (int j = 0; j < group.length; j++) {
+    private byte[][] completionArgs(int[] group, List<CompletionRequest> requests, byte[][] ids) {
+        int n = group.length;
+        byte[][] args = new byte[n * 4 + 1][];
+        for (int j = 0; j < n; j++) {
             CompletionRequest request = requests.get(group[j]);
             args[3 * j] = ascii(request.token());
             args[3 * j + 1] = RedisRecords.token(request.token());
             args[3 * j + 2] = ascii(millis(request.retention()));
+            args[3 * n + 1 + j] = fieldOf(ids[group[j]]);
         }
+        args[3 * n] = pack;
         return args;
     }
 
-    private static byte[][] claimArgs(int[] group, List<ClaimRequest> requests, long[] tokens) {
-        byte[][] args = new byte[group.length * 6][];
+    /** Whether completions are written packed ({@code '1'}) or as strings ({@code '0'}), as scripts take it. */
+    byte[] packFlag() {
+        return pack;
+    }
+
+    /**
+     * The family of buckets where the message key {@code message}, whose ID is {@code id}, may be packed: one per
+     * namespace on a standalone server, one per namespace and hash slot in Cluster mode; the key itself where no
+     * family can lie on its slot (then {@link #fieldOf} is empty, and scripts look for none).
+     */
+    byte[] familyOf(byte[] message, byte[] id) {
+        if (!connection.cluster()) {
+            return keys.namespaceFamilyOf(message, id);
+        }
+        return packable ? keys.familyOf(message, id) : message;
+    }
+
+    /**
+     * The ID {@code id} as scripts take it for its packed completion ({@link RedisKeys#hashedField}), or empty where
+     * none can be packed.
+     */
+    byte[] fieldOf(byte[] id) {
+        return packable ? RedisKeys.hashedField(id) : NO_FIELD;
+    }
+
+    /** The message keys of {@code group}, then each one's family of buckets, for a script that reads packed ones. */
+    byte[][] withFamilies(int[] group, byte[][] messages, byte[][] ids) {
+        byte[][] out = new byte[group.length * 2][];
+        for (int j = 0; j < group.length; j++) {
+            out[j] = messages[group[j]];
+            out[group.length + j] = familyOf(messages[group[j]], ids[group[j]]);
+        }
+        return out;
+    }
+
+    private byte[][] claimArgs(int[] group, List<ClaimRequest> requests, long[] tokens, byte[][] ids) {
+        byte[][] args = new byte[group.length * 7][];
         for (int j = 0; j < group.length; j++) {
             ClaimRequest request = requests.get(group[j]);
             // At least 1µs, so that a key repeated in the batch always finds the first claim's lease running.
@@ -714,6 +789,7 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
             // The TTL write_claim (record.lua) gives a claim: its lease in whole ms, rounded up, plus its retention.
             args[6 * j + 4] = ascii((leaseMicros + 999) / 1000 + retentionMillis);
             args[6 * j + 5] = RedisRecords.legacy(request.fingerprint());
+            args[6 * group.length + j] = fieldOf(ids[group[j]]);
         }
         return args;
     }

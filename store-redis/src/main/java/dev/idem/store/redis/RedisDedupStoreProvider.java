@@ -169,6 +169,16 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
                     + "wait holds the store's one connection, so the calls behind it wait too: it must be less than "
                     + "command-timeout.");
 
+    /** {@code store.redis.pack-completed}: whether completed keys are written as fields of small hashes. */
+    public static final ConfigKey<Boolean> PACK_COMPLETED = ConfigKey.bool("pack-completed")
+            .defaultValue(false)
+            .doc("Whether a completed key is written as a field of a small hash beside other completed keys of its "
+                    + "namespace on its hash slot, about 100 bytes of Redis memory a key instead of about 230 (a UUID "
+                    + "ID and a SHA-256 fingerprint), at the cost of a few more commands in each completion's script. "
+                    + "The store keeps such a key's expiry itself. This release reads packed keys whether or not it "
+                    + "writes them, earlier releases do not: turn it on once every process sharing the key-prefix "
+                    + "runs this release or later. An ID or fingerprint too long for a field stays a key of its own.");
+
     private static final ConfigSpec SPEC = ConfigSpec.builder()
             .define(URI)
             .define(USERNAME)
@@ -180,6 +190,7 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
             .define(TLS_CA_CERTIFICATES)
             .define(WAIT_REPLICAS)
             .define(WAIT_TIMEOUT)
+            .define(PACK_COMPLETED)
             .build();
 
     /** For {@link java.util.ServiceLoader}. */
@@ -211,6 +222,7 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
             ssl(config, uri, endpoint, problems);
         }
         replicaWait(config, problems);
+        packing(config, problems);
         return problems;
     }
 
@@ -230,6 +242,7 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         RedisURI uri = uri(config, endpoint, problems);
         SslOptions ssl = uri == null ? null : ssl(config, uri, endpoint, problems);
         replicaWait(config, problems);
+        packing(config, problems);
         ConfigProblem.throwIfAny(problems);
         boolean cluster = config.get(CLUSTER);
         Duration timeout = config.get(COMMAND_TIMEOUT);
@@ -246,7 +259,7 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
         }
         try {
             RedisDedupStore store = new RedisDedupStore(connection, config.get(KEY_PREFIX), failures, timeout,
-                    new ReplicaWait(waitReplicas, waitTimeout, connection));
+                    new ReplicaWait(waitReplicas, waitTimeout, connection), config.get(PACK_COMPLETED));
             store.loadScripts();
             store.warnIfKeysMayBeEvicted();
             store.warnIfTooFewReplicas();
@@ -315,6 +328,21 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
                     + ConfigKey.formatDuration(wait) + ") must be less than " + path + ".command-timeout ("
                     + ConfigKey.formatDuration(command) + "): a write waiting for its replicas holds the store's one "
                     + "connection, and the calls behind it would time out first; lower it or raise command-timeout"));
+        }
+    }
+
+    /**
+     * Adds what keeps {@code pack-completed} from working: Cluster mode with a key-prefix whose first braces are empty,
+     * where no bucket can share its message key's slot.
+     */
+    private static void packing(PluginConfig config, List<ConfigProblem> problems) {
+        String path = config.path();
+        String prefix = config.get(KEY_PREFIX);
+        if (config.get(PACK_COMPLETED) && config.get(CLUSTER) && !new RedisKeys(prefix).companionsOnSlot()) {
+            problems.add(new ConfigProblem(path + ".pack-completed", path + ".pack-completed is true but " + path
+                    + ".key-prefix '" + prefix + "' opens with empty braces, so Redis hashes whole keys and no bucket "
+                    + "can share its key's slot in a Redis Cluster: put a name in the braces (\"{idem}:\") or remove "
+                    + "them"));
         }
     }
 

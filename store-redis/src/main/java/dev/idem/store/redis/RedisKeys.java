@@ -5,6 +5,7 @@ import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.codec.CRC16;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.zip.CRC32C;
 
 /**
  * Turns {@link StoreKey}s into Redis keys: {@code <prefix><namespace length>:<namespace>:<id>}, e.g.
@@ -38,14 +39,19 @@ final class RedisKeys {
     /** What follows the prefix in a reply key, up to its tag. */
     private static final byte[] REPLY = "reply:{".getBytes(StandardCharsets.US_ASCII);
 
+    /** What follows the prefix in the key of a family of buckets of packed completions, up to its tag. */
+    private static final byte[] PACK = "p:{".getBytes(StandardCharsets.US_ASCII);
+
     private final byte[] prefix;
     private final Companion steps;
     private final Companion reply;
+    private final Companion pack;
 
     RedisKeys(String prefix) {
         this.prefix = utf8(prefix);
         this.steps = new Companion(STEPS);
         this.reply = new Companion(REPLY);
+        this.pack = new Companion(PACK);
     }
 
     byte[] encode(StoreKey key) {
@@ -194,6 +200,133 @@ final class RedisKeys {
     /** {@link #replyOnSlot(StoreKey)} of the message key {@code message}. */
     boolean replyOnSlot(byte[] message) {
         return reply.onSlot(message);
+    }
+
+    /**
+     * The family of buckets where the message key {@code message}, one under this prefix whose ID is {@code id} (its
+     * last bytes), may be completed as a packed field: {@code <prefix>p:{<tag>}:<namespace length>:<namespace>:}, on
+     * the message key's slot as a steps key is (see {@link Companion}); its buckets are that followed by their number
+     * (see {@code record.lua}). So the family key and its buckets share their namespace's part with its message keys,
+     * and no bucket of one namespace is ever another namespace's family or bucket.
+     */
+    byte[] familyOf(byte[] message, byte[] id) {
+        byte[] key = pack.of(message);
+        return Arrays.copyOf(key, key.length - id.length);
+    }
+
+    /**
+     * The one family of buckets of the namespace of the message key {@code message} (whose ID is {@code id}), for a
+     * standalone server, where a script may touch any key: {@link #familyOf}'s name with the tag {@code 0}, so that a
+     * namespace's buckets grow with all its keys rather than with a slot's share of them.
+     */
+    byte[] namespaceFamilyOf(byte[] message, byte[] id) {
+        int namespacePart = message.length - prefix.length - id.length;
+        byte[] out = new byte[prefix.length + PACK.length + 3 + namespacePart];
+        int at = put(out, 0, prefix);
+        at = put(out, at, PACK);
+        out[at++] = '0';
+        out[at++] = '}';
+        out[at++] = ':';
+        System.arraycopy(message, prefix.length, out, at, namespacePart);
+        return out;
+    }
+
+    /** Whether the family of the message key {@code message} lies on its slot; false only for a prefix opening with {@code {}}. */
+    boolean familyOnSlot(byte[] message) {
+        return pack.onSlot(message);
+    }
+
+    /**
+     * An ID as scripts take it for its packed completion: 4 bytes of its bucket hash, big-endian, then the ID. The
+     * hash places the ID in its family's buckets and is kept in the packed value for splits, so it must never change
+     * for an ID: CRC-32C of the ID's bytes, then MurmurHash3's finalizer to spread every bit of it into the low ones
+     * the buckets take.
+     */
+    static byte[] hashedField(byte[] id) {
+        CRC32C crc = new CRC32C();
+        crc.update(id, 0, id.length);
+        int h = (int) crc.getValue();
+        h ^= h >>> 16;
+        h *= 0x85EBCA6B;
+        h ^= h >>> 13;
+        h *= 0xC2B2AE35;
+        h ^= h >>> 16;
+        byte[] out = new byte[4 + id.length];
+        out[0] = (byte) (h >>> 24);
+        out[1] = (byte) (h >>> 16);
+        out[2] = (byte) (h >>> 8);
+        out[3] = (byte) h;
+        System.arraycopy(id, 0, out, 4, id.length);
+        return out;
+    }
+
+    /**
+     * Whether every companion key (steps, reply, family) can lie on its message key's slot: false only when the
+     * prefix's first braces are empty ({@code {}}), which makes Redis hash whole keys.
+     */
+    boolean companionsOnSlot() {
+        int open = indexOf(prefix, (byte) '{', 0);
+        return open < 0 || open + 1 >= prefix.length || prefix[open + 1] != '}';
+    }
+
+    /** Whether {@code key}, one under this prefix, is a family key or a bucket of packed completions. */
+    boolean isPacked(byte[] key) {
+        return pack.is(key);
+    }
+
+    /**
+     * A {@code SCAN MATCH} pattern for the buckets (and family keys) of {@code namespace}'s packed completions, whatever
+     * their tags: the prefix and {@code p:{}, any tag, then {@code }:} and the namespace's part. A key it matches is one
+     * of them only if {@link #isBucketOf} says so.
+     */
+    byte[] bucketPattern(String namespace) {
+        byte[] namespacePart = Arrays.copyOfRange(namespacePrefix(namespace), prefix.length,
+                namespacePrefix(namespace).length);
+        byte[] head = escaped(concat(prefix, PACK));
+        byte[] tail = escaped(concat(new byte[] {'}', ':'}, namespacePart));
+        byte[] out = new byte[head.length + 1 + tail.length + 1];
+        System.arraycopy(head, 0, out, 0, head.length);
+        out[head.length] = '*';
+        System.arraycopy(tail, 0, out, head.length + 1, tail.length);
+        out[out.length - 1] = '*';
+        return out;
+    }
+
+    /**
+     * Whether {@code key} is a bucket of {@code namespace}'s packed completions: the prefix, {@code p:{}, a tag of
+     * base-36 digits, {@code }:}, the namespace's part and a bucket's number (decimal digits).
+     */
+    boolean isBucketOf(byte[] key, String namespace) {
+        byte[] namespacePart = Arrays.copyOfRange(namespacePrefix(namespace), prefix.length,
+                namespacePrefix(namespace).length);
+        int at = prefix.length + PACK.length;
+        if (key.length <= at || !Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)
+                || !Arrays.equals(key, prefix.length, at, PACK, 0, PACK.length)) {
+            return false;
+        }
+        int close = indexOf(key, (byte) '}', at);
+        if (close < 0 || close + 2 + namespacePart.length >= key.length || key[close + 1] != ':'
+                || !Arrays.equals(key, close + 2, close + 2 + namespacePart.length, namespacePart, 0,
+                        namespacePart.length)) {
+            return false;
+        }
+        for (int i = close + 2 + namespacePart.length; i < key.length; i++) {
+            if (key[i] < '0' || key[i] > '9') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static byte[] escaped(byte[] literal) {
+        byte[] pattern = startingWith(literal);
+        return Arrays.copyOf(pattern, pattern.length - 1);
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
     }
 
     /**

@@ -59,6 +59,8 @@ final class RedisListing {
 
     static final LuaScript LIST = LuaScript.named("list");
     static final LuaScript PURGE = LuaScript.named("purge");
+    private static final byte[] STRING_FIRST = {'s'};
+    private static final byte[] PACKED_ONLY = {'p'};
 
     /** How long one call scans before it answers with what it has. */
     static final Duration CALL_BUDGET = Duration.ofSeconds(2);
@@ -105,20 +107,23 @@ final class RedisListing {
             for (byte[] id : leftOver.subList(0, take)) {
                 redisKeys.add(concat(namespacePrefix, id));
             }
-            page.addAll(read(namespace, namespacePrefix, filter, redisKeys, true, operation));
-            at = at.carrying(leftOver.subList(take, leftOver.size()));
+            page.addAll(read(namespace, namespacePrefix, filter, redisKeys, at.leftOverPacked(), true, operation));
+            at = at.carrying(leftOver.subList(take, leftOver.size()), at.leftOverPacked());
             if (!at.leftOver().isEmpty()) {
                 return new KeyPage(page, at.encode());
             }
         }
-        byte[] pattern = RedisKeys.startingWith(concat(namespacePrefix, RedisKeys.utf8(filter.prefix())));
+        byte[] idPrefix = RedisKeys.utf8(filter.prefix());
+        byte[] pattern = RedisKeys.startingWith(concat(namespacePrefix, idPrefix));
+        byte[] bucketPattern = keys.bucketPattern(namespace);
         long deadline = System.nanoTime() + CALL_BUDGET.toNanos();
         int count = Math.max(LIST_SCAN_MIN, Math.min(limit, LIST_SCAN_MAX));
         while (page.size() < limit && !at.done() && System.nanoTime() - deadline < 0) {
-            KeyScanCursor<byte[]> batch = scan(at, pattern, count, operation);
+            KeyScanCursor<byte[]> batch = scan(at, at.packed() ? bucketPattern : pattern, count, operation);
             Position next = after(at, batch, operation);
-            List<byte[]> found = batch.getKeys();
-            List<ListedKey> listed = read(namespace, namespacePrefix, filter, found, true, operation);
+            List<byte[]> found = at.packed()
+                    ? fieldsOf(namespace, namespacePrefix, idPrefix, batch.getKeys(), operation) : batch.getKeys();
+            List<ListedKey> listed = read(namespace, namespacePrefix, filter, found, at.packed(), true, operation);
             int room = limit - page.size();
             if (listed.size() > room) {
                 page.addAll(listed.subList(0, room));
@@ -126,7 +131,7 @@ final class RedisListing {
                 for (ListedKey k : listed.subList(room, listed.size())) {
                     rest.add(RedisKeys.utf8(k.key().id()));
                 }
-                return new KeyPage(page, next.carrying(rest).encode());
+                return new KeyPage(page, next.carrying(rest, at.packed()).encode());
             }
             page.addAll(listed);
             at = next;
@@ -154,17 +159,20 @@ final class RedisListing {
             throw new IllegalArgumentException("Not a cursor of a purge: " + abbreviate(cursor));
         }
         byte[] pattern = RedisKeys.startingWith(namespacePrefix);
+        byte[] bucketPattern = keys.bucketPattern(namespace);
         long deadline = System.nanoTime() + CALL_BUDGET.toNanos();
         long deleted = 0;
         while (deleted < limit && !at.done() && System.nanoTime() - deadline < 0) {
-            KeyScanCursor<byte[]> batch = scan(at, pattern, PURGE_SCAN, operation);
+            KeyScanCursor<byte[]> batch = scan(at, at.packed() ? bucketPattern : pattern, PURGE_SCAN, operation);
             Position next = after(at, batch, operation);
             // The time is taken before the read: a key found to end before it plus withinMillis has a PTTL below
             // withinMillis, which purge.lua tests again later, when the PTTL is lower still.
             Instant before = Instant.now();
             long withinMillis = Duration.between(before, expiringBefore).toMillis();
+            List<byte[]> found = at.packed()
+                    ? fieldsOf(namespace, namespacePrefix, new byte[0], batch.getKeys(), operation) : batch.getKeys();
             List<ListedKey> completed = read(namespace, namespacePrefix, new KeyFilter(StoredKey.State.COMPLETED, ""),
-                    batch.getKeys(), false, operation);
+                    found, at.packed(), false, operation);
             List<byte[]> candidates = new ArrayList<>();
             for (ListedKey k : completed) {
                 if (k.stored().expiresAt().isBefore(before.plusMillis(withinMillis))) {
@@ -172,7 +180,8 @@ final class RedisListing {
                 }
             }
             long room = limit - deleted;
-            deleted += delete(candidates.subList(0, (int) Math.min(room, candidates.size())), withinMillis, operation);
+            deleted += delete(namespacePrefix, candidates.subList(0, (int) Math.min(room, candidates.size())),
+                    withinMillis, operation);
             if (candidates.size() > room) {
                 // The rest of this batch is found again by the next call, which scans it anew.
                 return new PurgeBatch(deleted, at.encode());
@@ -184,30 +193,63 @@ final class RedisListing {
 
     /** Where a listing starts: the beginning of the database, or of the first master's. */
     private Position start(String operation) {
+        return first("0", operation);
+    }
+
+    /** The start of a phase's scan ({@code "0"} or {@code "p0"}): the beginning of the database, or of the first master's. */
+    private Position first(String scan, String operation) {
         if (!connection.cluster()) {
-            return new Position(null, "0", List.of());
+            return new Position(null, scan, List.of(), false);
         }
         List<String> masters = connection.masters();
         if (masters.isEmpty()) {
             throw failures.failed(operation, "the cluster client knows no master node", true);
         }
-        return new Position(masters.get(0), "0", List.of());
+        return new Position(masters.get(0), scan, List.of(), false);
     }
 
     /** Where the scan goes on after {@code batch}: further on the same node, the next master, or nowhere. */
     private Position after(Position at, KeyScanCursor<byte[]> batch, String operation) {
+        String phase = at.packed() ? "p" : "";
         if (!batch.isFinished()) {
-            return new Position(at.node(), batch.getCursor(), List.of());
+            return new Position(at.node(), phase + batch.getCursor(), List.of(), false);
         }
-        if (at.node() == null) {
-            return Position.DONE;
+        if (at.node() != null) {
+            List<String> masters = connection.masters();
+            int index = masters.indexOf(at.node());
+            if (index < 0) {
+                throw changedMasters(at.node(), operation);
+            }
+            if (index + 1 < masters.size()) {
+                return new Position(masters.get(index + 1), phase + "0", List.of(), false);
+            }
         }
-        List<String> masters = connection.masters();
-        int index = masters.indexOf(at.node());
-        if (index < 0) {
-            throw changedMasters(at.node(), operation);
+        // The message keys are done: the buckets of packed completions come next, and after them nothing.
+        return at.packed() ? Position.PACKED_DONE : first("p0", operation);
+    }
+
+    /**
+     * The message keys of the packed completions held by those of {@code found} that are buckets of the namespace,
+     * whose ID starts with {@code idPrefix}; expired ones among them, which {@code list.lua} reads as absent.
+     */
+    private List<byte[]> fieldsOf(String namespace, byte[] namespacePrefix, byte[] idPrefix, List<byte[]> found,
+            String operation) {
+        List<CompletableFuture<List<byte[]>>> fields = new ArrayList<>();
+        for (byte[] key : found) {
+            if (keys.isBucketOf(key, namespace)) {
+                fields.add(connection.commands().hkeys(key).toCompletableFuture());
+            }
         }
-        return index + 1 < masters.size() ? new Position(masters.get(index + 1), "0", List.of()) : Position.DONE;
+        long deadline = System.nanoTime() + waitNanos;
+        List<byte[]> out = new ArrayList<>();
+        for (CompletableFuture<List<byte[]>> bucket : fields) {
+            for (byte[] id : store.await(bucket, operation, deadline)) {
+                if (startsWith(id, idPrefix)) {
+                    out.add(concat(namespacePrefix, id));
+                }
+            }
+        }
+        return out;
     }
 
     private KeyScanCursor<byte[]> scan(Position at, byte[] pattern, int count, String operation) {
@@ -215,7 +257,7 @@ final class RedisListing {
             throw changedMasters(at.node(), operation);
         }
         ScanArgs args = ScanArgs.Builder.matches(pattern).limit(count);
-        return store.await(connection.node(at.node()).scan(ScanCursor.of(at.scan()), args).toCompletableFuture(),
+        return store.await(connection.node(at.node()).scan(ScanCursor.of(at.scanCursor()), args).toCompletableFuture(),
                 operation, System.nanoTime() + waitNanos);
     }
 
@@ -232,7 +274,7 @@ final class RedisListing {
      * @param strict whether a value that is not an Idem record fails the call (a listing) or is passed over (a purge)
      */
     private List<ListedKey> read(String namespace, byte[] namespacePrefix, KeyFilter filter, List<byte[]> found,
-            boolean strict, String operation) {
+            boolean packedOnly, boolean strict, String operation) {
         if (found.isEmpty()) {
             return List.of();
         }
@@ -245,9 +287,15 @@ final class RedisListing {
         }
         int[][] groups = connection.cluster() ? RedisDedupStore.bySlot(redisKeys) : RedisDedupStore.oneGroup(redisKeys);
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
+        byte[][] ids = idsOf(namespacePrefix, redisKeys);
         for (int[] group : groups) {
+            byte[][] args = new byte[group.length + 1][];
+            args[0] = packedOnly ? PACKED_ONLY : STRING_FIRST;
+            for (int j = 0; j < group.length; j++) {
+                args[1 + j] = store.fieldOf(ids[group[j]]);
+            }
             replies.add(LIST.run(connection.commands(), ScriptOutputType.MULTI,
-                    RedisDedupStore.keysOf(group, redisKeys)));
+                    store.withFamilies(group, redisKeys, ids), args));
         }
         long deadline = System.nanoTime() + waitNanos;
         Instant now = null;
@@ -304,25 +352,31 @@ final class RedisListing {
     }
 
     /** Deletes those of {@code candidates} still completed within the time, with {@code purge.lua}; answers how many. */
-    private long delete(List<byte[]> candidates, long withinMillis, String operation) {
+    private long delete(byte[] namespacePrefix, List<byte[]> candidates, long withinMillis, String operation) {
         if (candidates.isEmpty()) {
             return 0;
         }
         byte[][] redisKeys = candidates.toArray(new byte[0][]);
+        byte[][] ids = idsOf(namespacePrefix, redisKeys);
         int[][] groups = connection.cluster() ? RedisDedupStore.bySlot(redisKeys) : RedisDedupStore.oneGroup(redisKeys);
         List<CompletableFuture<Long>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
             // Each key's steps and reply go with it (purge.lua's second and last third of KEYS): on its slot, or,
             // where a prefix opening with empty braces put them elsewhere (no step or reply could be written then),
             // the key itself again.
-            byte[][] all = Arrays.copyOf(RedisDedupStore.keysOf(group, redisKeys), 3 * group.length);
+            // And its family of buckets, the last quarter, with its field among the arguments.
+            byte[][] all = Arrays.copyOf(RedisDedupStore.keysOf(group, redisKeys), 4 * group.length);
+            byte[][] args = new byte[1 + group.length][];
+            args[0] = RedisDedupStore.ascii(withinMillis);
             for (int j = 0; j < group.length; j++) {
                 byte[] key = all[j];
+                byte[] id = ids[group[j]];
                 all[group.length + j] = !connection.cluster() || keys.stepsOnSlot(key) ? keys.stepsOf(key) : key;
                 all[2 * group.length + j] = !connection.cluster() || keys.replyOnSlot(key) ? keys.replyOf(key) : key;
+                all[3 * group.length + j] = store.familyOf(key, id);
+                args[1 + j] = store.fieldOf(id);
             }
-            replies.add(PURGE.run(connection.commands(), ScriptOutputType.INTEGER, all,
-                    RedisDedupStore.ascii(withinMillis)));
+            replies.add(PURGE.run(connection.commands(), ScriptOutputType.INTEGER, all, args));
         }
         long deadline = System.nanoTime() + waitNanos;
         long deleted = 0;
@@ -334,6 +388,15 @@ final class RedisListing {
             deleted += n;
         }
         return deleted;
+    }
+
+    /** The IDs of {@code redisKeys}, message keys of the namespace whose keys start with {@code namespacePrefix}. */
+    private static byte[][] idsOf(byte[] namespacePrefix, byte[][] redisKeys) {
+        byte[][] ids = new byte[redisKeys.length][];
+        for (int i = 0; i < redisKeys.length; i++) {
+            ids[i] = Arrays.copyOfRange(redisKeys[i], namespacePrefix.length, redisKeys[i].length);
+        }
+        return ids;
     }
 
     private static boolean startsWith(byte[] key, byte[] prefix) {
@@ -353,21 +416,34 @@ final class RedisListing {
     /**
      * Where a listing or purge is: the master scanned ({@code null} standalone), the {@code SCAN} cursor on it,
      * and the IDs (UTF-8) a listing found but had no room for. Written as
-     * {@code [<node>/]<scan>[,<base64url ID>...]}, or {@code end} once scanning is over and only IDs are left.
+     * {@code [<node>/][p]<scan>[,*][,<base64url ID>...]}, or {@code [p]end} once scanning is over and only IDs are
+     * left, where {@code p} marks the second phase, the buckets of packed completions, and {@code *} IDs it found.
      */
-    record Position(String node, String scan, List<byte[]> leftOver) {
+    record Position(String node, String scan, List<byte[]> leftOver, boolean leftOverPacked) {
 
-        static final Position DONE = new Position(null, "end", List.of());
+        /** Done: IDs carried from the second phase are read as packed completions only. */
+        static final Position PACKED_DONE = new Position(null, "pend", List.of(), false);
 
         private static final Pattern NODE = Pattern.compile("[0-9A-Za-z]{1,64}");
-        private static final Pattern SCAN = Pattern.compile("[0-9]{1,20}|end");
+        private static final Pattern SCAN = Pattern.compile("p?([0-9]{1,20}|end)");
 
         boolean done() {
-            return scan.equals("end") && leftOver.isEmpty();
+            return scan.endsWith("end") && leftOver.isEmpty();
         }
 
-        Position carrying(List<byte[]> ids) {
-            return new Position(node, scan, List.copyOf(ids));
+        /** Whether this is the second phase, which scans buckets of packed completions. */
+        boolean packed() {
+            return scan.startsWith("p");
+        }
+
+        /** The {@code SCAN} cursor, without the phase. */
+        String scanCursor() {
+            return packed() ? scan.substring(1) : scan;
+        }
+
+        /** This position with {@code ids} left over, found by the second phase ({@code packed}) or the first. */
+        Position carrying(List<byte[]> ids, boolean packed) {
+            return new Position(node, scan, List.copyOf(ids), packed && !ids.isEmpty());
         }
 
         String encode() {
@@ -376,6 +452,9 @@ final class RedisListing {
                 out.append(node).append('/');
             }
             out.append(scan);
+            if (leftOverPacked) {
+                out.append(",*");
+            }
             for (byte[] id : leftOver) {
                 out.append(',').append(Base64.getUrlEncoder().withoutPadding().encodeToString(id));
             }
@@ -392,11 +471,12 @@ final class RedisListing {
                 if ((node != null && !NODE.matcher(node).matches()) || !SCAN.matcher(scan).matches()) {
                     throw new IllegalArgumentException();
                 }
+                boolean packed = parts.length > 2 && parts[1].equals("*");
                 List<byte[]> ids = new ArrayList<>();
-                for (int i = 1; i < parts.length; i++) {
+                for (int i = packed ? 2 : 1; i < parts.length; i++) {
                     ids.add(Base64.getUrlDecoder().decode(parts[i]));
                 }
-                return new Position(scan.equals("end") ? null : node, scan, List.copyOf(ids));
+                return new Position(scan.endsWith("end") ? null : node, scan, List.copyOf(ids), packed);
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("Not a cursor of the Redis store's listing: "
                         + (cursor.length() <= 64 ? cursor : cursor.substring(0, 61) + "..."), e);

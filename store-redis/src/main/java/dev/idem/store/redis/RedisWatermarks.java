@@ -114,12 +114,14 @@ final class RedisWatermarks {
     List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         int size = requests.size();
         byte[][] messageKeys = new byte[size][];
+        byte[][] ids = new byte[size][];
         byte[][] watermarkKeys = new byte[size][];
         byte[][] replyKeys = new byte[size][];
         boolean[] later = new boolean[size];
         for (int i = 0; i < size; i++) {
             CompletionRequest request = requests.get(i);
             messageKeys[i] = keys.encode(request.key());
+            ids[i] = RedisKeys.utf8(request.key().id());
             if (request.reply() != null) {
                 replyKeys[i] = store.replyKey(messageKeys[i],
                         RedisDedupStore.describe("completing with a reply", request.key()));
@@ -133,7 +135,7 @@ final class RedisWatermarks {
         Supplier<CompletableFuture<Long>> behind = store.replicated();
         List<CompletableFuture<List<Object>>> replies = new ArrayList<>(groups.length);
         for (int[] group : groups) {
-            replies.add(completeAndRaise(group, requests, messageKeys, watermarkKeys, replyKeys, later, behind));
+            replies.add(completeAndRaise(group, requests, messageKeys, ids, watermarkKeys, replyKeys, later, behind));
         }
         String operation = "a completion with sequence advances or replies of " + size + (size == 1 ? " key" : " keys");
         long deadline = System.nanoTime() + waitNanos;
@@ -161,15 +163,15 @@ final class RedisWatermarks {
 
     /** One {@code complete_advance.lua} call for a group of keys on one slot (all keys, standalone). */
     private CompletableFuture<List<Object>> completeAndRaise(int[] group, List<CompletionRequest> requests,
-            byte[][] messageKeys, byte[][] watermarkKeys, byte[][] replyKeys, boolean[] later,
+            byte[][] messageKeys, byte[][] ids, byte[][] watermarkKeys, byte[][] replyKeys, boolean[] later,
             Supplier<CompletableFuture<Long>> behind) {
-        List<byte[]> scriptKeys = new ArrayList<>(group.length * 2);
+        List<byte[]> scriptKeys = new ArrayList<>(group.length * 3);
         for (int i : group) {
             scriptKeys.add(messageKeys[i]);
         }
         // A watermark raised by several completions of the batch is one key of the call: its index, from 1.
         Map<ByteBuffer, Integer> watermarkIndex = new HashMap<>();
-        byte[][] args = new byte[1 + 8 * group.length][];
+        byte[][] args = new byte[2 + 9 * group.length][];
         args[0] = RedisDedupStore.ascii(group.length);
         for (int j = 0; j < group.length; j++) {
             int i = group[j];
@@ -202,6 +204,13 @@ final class RedisWatermarks {
             args[a + 3] = RedisDedupStore.ascii(index);
             args[a + 4] = RedisDedupStore.ascii(advance.number());
             args[a + 5] = RedisDedupStore.ascii(RedisDedupStore.millis(advance.retention()));
+        }
+        // Then each completion's family of buckets, the last keys (complete_advance.lua).
+        args[1 + 8 * group.length] = store.packFlag();
+        for (int j = 0; j < group.length; j++) {
+            int i = group[j];
+            scriptKeys.add(store.familyOf(messageKeys[i], ids[i]));
+            args[2 + 8 * group.length + j] = store.fieldOf(ids[i]);
         }
         return COMPLETE_ADVANCE.run(redis, behind, ScriptOutputType.MULTI, scriptKeys.toArray(new byte[0][]), args);
     }

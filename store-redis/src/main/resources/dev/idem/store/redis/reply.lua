@@ -1,8 +1,9 @@
--- Reads the reply stored with the completion of KEYS[1] (the reply key is KEYS[2], on the same slot): only while
+-- Reads the reply stored with the completion of KEYS[1] (the reply key is KEYS[2], and KEYS[3] the family of buckets
+-- where it may be packed as the field ARGV[1], record.lua, all on the same slot): only while
 -- KEYS[1] is completed, and only a reply that names the token of that completion, so that an earlier life's reply
 -- left to its TTL never shows.
 -- Reply: {} when there is none; else {1, reply as RedisReplies encodes it}.
-local held = record(KEYS[1])
+local held = record(KEYS[1], KEYS[3], ARGV[1])
 if not held or held.state ~= 'D' then
   return {}
 end

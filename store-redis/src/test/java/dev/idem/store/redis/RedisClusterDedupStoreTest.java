@@ -100,6 +100,55 @@ class RedisClusterDedupStoreTest extends InspectableDedupStoreContract {
         return Duration.ofSeconds(1);
     }
 
+    /**
+     * {@code pack-completed} in Cluster mode: each key's bucket family lies on its own slot, so a batch over many slots
+     * packs, reads, lists, counts and purges its completions on every node.
+     */
+    @Test
+    void packedCompletionsOverEverySlotOfABatchAreDuplicatesListedCountedAndPurged() {
+        String packedPrefix = "idem-packed-" + UUID.randomUUID().toString().substring(0, 8) + ":";
+        try (InspectableDedupStore packed = (InspectableDedupStore) PROVIDER.create(
+                RedisPackedDedupStoreTest.packed(nodes.get(0).url(), packedPrefix).with("cluster", true),
+                new StoreContext(ticker()))) {
+            List<ClaimRequest> requests = new ArrayList<>();
+            for (int i = 0; i < 300; i++) {
+                StoreKey key = new StoreKey(namespace(), UUID.randomUUID().toString());
+                requests.add(new ClaimRequest(key, RedisPackedDedupStoreTest.sha256(key.id()), LEASE, CLAIM_RETENTION));
+            }
+            List<ClaimResult> claimed = packed.claim(requests);
+            List<CompletionRequest> completions = new ArrayList<>();
+            for (int i = 0; i < requests.size(); i++) {
+                completions.add(new CompletionRequest(requests.get(i).key(), ((Acquired) claimed.get(i)).token(),
+                        RETENTION));
+            }
+            assertThat(packed.completeAll(completions)).allSatisfy(r ->
+                    assertThat(r).isEqualTo(CompletionResult.COMPLETED));
+
+            RedisKeys keys = new RedisKeys(packedPrefix);
+            assertThat(keyspace.redis().exists(keys.encode(requests.get(0).key()))).as("no string").isZero();
+            assertThat(packed.claim(requests)).allSatisfy(r -> assertThat(r).isEqualTo(new Duplicate(true)));
+            Set<StoreKey> listed = new HashSet<>();
+            String cursor = null;
+            do {
+                var page = packed.list(namespace(), dev.idem.spi.KeyFilter.ALL, cursor, 64);
+                page.keys().forEach(k -> assertThat(listed.add(k.key())).isTrue());
+                cursor = page.cursor();
+            } while (cursor != null);
+            assertThat(listed).hasSize(300);
+            assertThat(packed.stats().completed()).isEqualTo(300);
+            long purged = 0;
+            cursor = null;
+            do {
+                var batch = packed.purge(namespace(), java.time.Instant.now().plus(RETENTION).plusSeconds(5), cursor,
+                        1000);
+                purged += batch.deleted();
+                cursor = batch.cursor();
+            } while (cursor != null);
+            assertThat(purged).isEqualTo(300);
+            assertThat(packed.claim(requests.subList(0, 1)).get(0)).isInstanceOf(Acquired.class);
+        }
+    }
+
     /** A value another application wrote under the prefix, on whichever node holds the key. */
     @Override
     protected boolean failWritesOf(StoreKey key) {

@@ -39,7 +39,8 @@ class RedisDedupStoreProviderTest {
         var spec = PROVIDER.configSpec();
 
         assertThat(spec.names()).containsExactly("uri", "username", "password", "key-prefix", "command-timeout",
-                "cluster", "tls.verify-peer", "tls.ca-certificates", "wait.replicas", "wait.timeout");
+                "cluster", "tls.verify-peer", "tls.ca-certificates", "wait.replicas", "wait.timeout", "pack-completed");
+        assertThat(spec.key("pack-completed").defaultValue()).isEqualTo(false);
         assertThat(spec.key("uri").defaultValue()).isEqualTo("redis://127.0.0.1:6379");
         assertThat(spec.key("key-prefix").defaultValue()).isEqualTo("idem:");
         assertThat(spec.key("command-timeout").defaultValue()).isEqualTo(Duration.ofSeconds(2));

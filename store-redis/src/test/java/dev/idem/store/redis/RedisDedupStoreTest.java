@@ -297,12 +297,15 @@ class RedisDedupStoreTest extends InspectableDedupStoreContract {
     void claimSentAgainWithItsOwnTokenIsAcquiredAgainNotInProgress() {
         // Lettuce sends a command again after a reconnect if its reply was lost; the claim must not then
         // find itself in the way.
-        byte[] name = new RedisKeys(prefix).encode(key("order-1"));
-        byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0], ascii("330000"), new byte[0]};
+        RedisKeys redisKeys = new RedisKeys(prefix);
+        byte[] name = redisKeys.encode(key("order-1"));
+        byte[] id = ascii("order-1");
+        byte[][] scriptKeys = {name, redisKeys.familyOf(name, id)};
+        byte[][] args = {ascii("42"), ascii("30000000"), ascii("300000"), new byte[0], ascii("330000"), new byte[0], id};
         byte[] script = LuaScript.named("claim").text();
 
-        List<Long> first = keyspace.redis().eval(script, ScriptOutputType.MULTI, new byte[][] {name}, args);
-        List<Long> again = keyspace.redis().eval(script, ScriptOutputType.MULTI, new byte[][] {name}, args);
+        List<Long> first = keyspace.redis().eval(script, ScriptOutputType.MULTI, scriptKeys, args);
+        List<Long> again = keyspace.redis().eval(script, ScriptOutputType.MULTI, scriptKeys, args);
 
         assertThat(first).containsExactly(1L, 1L);
         assertThat(again).containsExactly(1L, 1L);

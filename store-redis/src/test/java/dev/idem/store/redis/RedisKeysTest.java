@@ -15,6 +15,40 @@ class RedisKeysTest {
 
     private final RedisKeys keys = new RedisKeys("idem:");
 
+    /** Pinned: a packed completion's bucket follows this hash, in every release that reads or writes one. */
+    @Test
+    void bucketHashOfAnIdNeverChanges() {
+        assertThat(java.util.HexFormat.of().formatHex(RedisKeys.hashedField(
+                "order-1".getBytes(StandardCharsets.UTF_8)))).isEqualTo("f61e80ab" + java.util.HexFormat.of()
+                .formatHex("order-1".getBytes(StandardCharsets.UTF_8)));
+        assertThat(java.util.HexFormat.of().formatHex(RedisKeys.hashedField(
+                "f47ac10b-58cc-4372-a567-0e02b2c3d479".getBytes(StandardCharsets.UTF_8)), 0, 4)).isEqualTo("524b18a4");
+    }
+
+    @Test
+    void aNamespacesFamilyOfBucketsIsNamedApartFromItsMessageKeysAndFoundByItsPattern() {
+        StoreKey key = new StoreKey("payments", "order-1");
+        byte[] id = "order-1".getBytes(StandardCharsets.UTF_8);
+        byte[] message = keys.encode(key);
+
+        byte[] family = keys.namespaceFamilyOf(message, id);
+        assertThat(new String(family, StandardCharsets.UTF_8)).isEqualTo("idem:p:{0}:8:payments:");
+        byte[] onSlot = keys.familyOf(message, id);
+        assertThat(io.lettuce.core.cluster.SlotHash.getSlot(onSlot))
+                .isEqualTo(io.lettuce.core.cluster.SlotHash.getSlot(message));
+        assertThat(keys.isPacked(family)).isTrue();
+        assertThat(keys.isPacked(message)).isFalse();
+        byte[] bucket = (new String(onSlot, StandardCharsets.UTF_8) + "12").getBytes(StandardCharsets.UTF_8);
+        assertThat(keys.isBucketOf(bucket, "payments")).isTrue();
+        assertThat(keys.isBucketOf(onSlot, "payments")).as("the family key itself").isFalse();
+        assertThat(keys.isBucketOf(bucket, "payment")).isFalse();
+        assertThat(keys.isBucketOf("idem:p:{0}:8:payments:12".getBytes(StandardCharsets.UTF_8), "payments")).isTrue();
+        assertThat(keys.isBucketOf("idem:p:{0}:9:payments2:12".getBytes(StandardCharsets.UTF_8), "payments"))
+                .isFalse();
+        assertThat(new String(keys.bucketPattern("pay*"), StandardCharsets.UTF_8))
+                .isEqualTo("idem:p:{*}:4:pay\\*:*");
+    }
+
     @Test
     void keyIsPrefixNamespaceByteLengthNamespaceAndId() {
         assertThat(text(keys.encode(new StoreKey("payments", "order-42")))).isEqualTo("idem:8:payments:order-42");

@@ -24,8 +24,8 @@ final class RedisKeyspace implements AutoCloseable {
 
     /**
      * Makes {@code ARGV[1]} ms pass for KEYS[1]: lowers its TTL and, for a claim, its lease deadline
-     * ({@code ARGV[2]} µs); a key that is not a string (a steps hash) only has its TTL lowered. A TTL that runs out
-     * deletes the key, as expiry would.
+     * ({@code ARGV[2]} µs); a bucket of packed completions also has each field's expiry lowered; another key that is
+     * not a string (a steps hash) only has its TTL lowered. A TTL that runs out deletes the key, as expiry would.
      */
     private static final String ADVANCE = """
             local ttl = redis.call('PTTL', KEYS[1])
@@ -33,6 +33,15 @@ final class RedisKeyspace implements AutoCloseable {
             local left = ttl - tonumber(ARGV[1])
             if left <= 0 then redis.call('DEL', KEYS[1]) return 1 end
             if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
+              if string.find(KEYS[1], 'p:{', 1, true) then
+                local all = redis.call('HGETALL', KEYS[1])
+                for i = 1, #all, 2 do
+                  local value = all[i + 1]
+                  local expires = struct.unpack('>I6', value, 9) - tonumber(ARGV[1])
+                  redis.call('HSET', KEYS[1], all[i],
+                      string.sub(value, 1, 8) .. struct.pack('>I6', math.max(0, expires)) .. string.sub(value, 15))
+                end
+              end
               redis.call('PEXPIRE', KEYS[1], string.format('%d', left))
               return 1
             end

@@ -1,0 +1,52 @@
+package dev.idem.store.redis;
+
+import dev.idem.spi.ReplyStore;
+import dev.idem.spi.StoreContext;
+import dev.idem.testkit.ManualTicker;
+import dev.idem.testkit.ReplyStoreContract;
+import java.time.Duration;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+/** The replies' contract against a real Redis with {@code pack-completed}: a reply goes with a packed completion. */
+class RedisPackedReplyStoreTest extends ReplyStoreContract {
+
+    private static final RedisDedupStoreProvider PROVIDER = new RedisDedupStoreProvider();
+    private static final String CLASS_PREFIX = "idem-test-packed-replies-" + UUID.randomUUID().toString().substring(0, 8)
+            + "-";
+
+    private final String prefix = CLASS_PREFIX + UUID.randomUUID().toString().substring(0, 8) + ":";
+
+    private static String url;
+    private static RedisKeyspace keyspace;
+
+    @BeforeAll
+    static void connect() {
+        url = RedisTestServer.contractUrl();
+        keyspace = RedisKeyspace.standalone(url);
+    }
+
+    @AfterAll
+    static void deleteThisClassesKeys() {
+        if (keyspace != null) {
+            keyspace.deleteAll(RedisKeyspace.glob(CLASS_PREFIX));
+            keyspace.close();
+        }
+    }
+
+    @Override
+    protected ReplyStore createStore(ManualTicker ticker) {
+        return (ReplyStore) PROVIDER.create(RedisPackedDedupStoreTest.packed(url, prefix), new StoreContext(ticker));
+    }
+
+    @Override
+    protected void advanceStoreClock(Duration duration) {
+        keyspace.advance(RedisKeyspace.glob(prefix, namespace()), duration);
+    }
+
+    @Override
+    protected Duration clockResolution() {
+        return Duration.ofSeconds(1);
+    }
+}
