@@ -64,17 +64,33 @@ local function pack_field(hashed)
   return string.sub(hashed, 5), struct.unpack('>I4', hashed)
 end
 
+-- The families this script call has read, by key: {level, split, count, exists}. A batch's keys mostly share one
+-- family (always on a standalone server), which is then read once; every write of a family key goes through
+-- pack_set_state, so what is kept here is what the key holds.
+local pack_states = {}
+
 -- The family's level, split and estimated count of fields, and whether its key exists; zeros when it does not.
 local function pack_state(family)
+  local known = pack_states[family]
+  if known then
+    return known[1], known[2], known[3], known[4]
+  end
   local value = redis.call('GET', family)
-  if not value then
-    return 0, 0, 0, false
+  local level, split, count, exists = 0, 0, 0, false
+  if value then
+    level, split, count = string.match(value, '^(%d+) (%d+) (%d+)$')
+    if not level then
+      error({err = 'IDEMRECORD key ' .. family .. ' holds a value that is not an Idem bucket family'})
+    end
+    level, split, count, exists = tonumber(level), tonumber(split), tonumber(count), true
   end
-  local level, split, count = string.match(value, '^(%d+) (%d+) (%d+)$')
-  if not level then
-    error({err = 'IDEMRECORD key ' .. family .. ' holds a value that is not an Idem bucket family'})
-  end
-  return tonumber(level), tonumber(split), tonumber(count), true
+  pack_states[family] = {level, split, count, exists}
+  return level, split, count, exists
+end
+
+local function pack_set_state(family, level, split, count)
+  redis.call('SET', family, string.format('%d %d %d', level, split, count))
+  pack_states[family] = {level, split, count, true}
 end
 
 local function pack_bucket(family, level, split, h)
@@ -216,9 +232,9 @@ local function pack_completed(family, hashed, token_bin, attempts, fingerprint, 
       count = math.max(0, count - dropped)
       splits = splits + 1
     end
-    redis.call('SET', family, string.format('%d %d %d', level, split, count))
+    pack_set_state(family, level, split, count)
   elseif not exists then
-    redis.call('SET', family, '0 0 0')
+    pack_set_state(family, 0, 0, 0)
   end
   return true
 end
