@@ -72,6 +72,17 @@ import java.util.function.Supplier;
  * and its completed keys stay duplicates until their TTL. Processes of an earlier version do not read the new form:
  * upgrade every process sharing a store together.
  *
+ * <p><b>Packed completions</b> ({@code pack-completed}, off by default): a completion deletes the claim's string and
+ * writes the key as a field of a small hash, a bucket of its namespace's family (one family per namespace on a
+ * standalone server, per namespace and hash slot in Cluster mode, on that slot; {@link RedisKeys#familyOf}), the field
+ * its ID and the value {@code <token, 8 bytes><expiry, server ms, 6 bytes><ID's hash, 4 bytes>attempts fingerprint}.
+ * Redis keeps such a hash as one listpack, where a field costs its bytes and a few more, so a completed key takes
+ * about 100 bytes of {@code used_memory} instead of about 230 (README, "Store cost at scale"). The store keeps the
+ * expiry (Redis 7.0 has none per field), grows a family's buckets by linear hashing and sweeps expired fields as it
+ * writes; {@code record.lua} says how. Every script reading a completed key reads both forms whatever this store
+ * writes, so turning it off leaves packed keys readable; processes of releases before it do not read them. The
+ * price is Redis's CPU: a completion runs about five commands in its script instead of two.
+ *
  * <p>{@code starts} counts the handler starts {@link #recordStart} recorded; it appears only once there is
  * one, so the happy path's records keep the short form that stores from before recorded starts also read.
  * The fingerprint's {@code =} or {@code #} tells the two claimed forms apart. A takeover carries {@code starts} over

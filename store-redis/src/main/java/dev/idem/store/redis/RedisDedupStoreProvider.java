@@ -28,7 +28,9 @@ import java.util.Objects;
  * holding a small record and a TTL: a claim (fencing token, attempts, lease deadline, recorded starts, fingerprint)
  * lives for its lease plus the claim retention, so that a takeover still sees the attempts and recorded starts; a
  * completed key (its token, attempts and fingerprint only, in 43 bytes with a SHA-256; see {@code RedisDedupStore})
- * for its retention. Redis removes expired keys itself; nothing needs purging. Every state
+ * for its retention; with {@code pack-completed: true}, a field of a small hash of its namespace's completed keys,
+ * about 100 bytes a key instead of about 230 (see {@code RedisDedupStore}). Redis removes expired keys itself, and the
+ * store sweeps expired packed fields as it writes; nothing needs purging. Every state
  * change is one atomic Lua script, loaded once and called by SHA, and reads the server's clock
  * ({@code TIME}), so consumers on hosts whose clocks differ still agree on leases.
  *
@@ -172,12 +174,13 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
     /** {@code store.redis.pack-completed}: whether completed keys are written as fields of small hashes. */
     public static final ConfigKey<Boolean> PACK_COMPLETED = ConfigKey.bool("pack-completed")
             .defaultValue(false)
-            .doc("Whether a completed key is written as a field of a small hash beside other completed keys of its "
-                    + "namespace on its hash slot, about 100 bytes of Redis memory a key instead of about 230 (a UUID "
-                    + "ID and a SHA-256 fingerprint), at the cost of a few more commands in each completion's script. "
-                    + "The store keeps such a key's expiry itself. This release reads packed keys whether or not it "
-                    + "writes them, earlier releases do not: turn it on once every process sharing the key-prefix "
-                    + "runs this release or later. An ID or fingerprint too long for a field stays a key of its own.");
+            .doc("Whether a completed key is written as a field of a small hash among other completed keys of its "
+                    + "namespace (and hash slot, in a cluster): about 100 bytes of Redis memory a key instead of about "
+                    + "230 (a UUID ID and a SHA-256 fingerprint), for a few more commands in each script, so more of "
+                    + "Redis's CPU. The store keeps such a key's expiry itself. This release reads packed keys whether "
+                    + "or not it writes them, earlier releases do not: turn it on once every process sharing the "
+                    + "key-prefix runs this release or later. An ID or fingerprint too long for a field stays a key of "
+                    + "its own.");
 
     private static final ConfigSpec SPEC = ConfigSpec.builder()
             .define(URI)
