@@ -44,6 +44,12 @@ import java.util.regex.Pattern;
  * follows how many keys the last one matched, so a sparse namespace in a large database takes few round trips
  * and a dense one leaves few IDs over for the cursor to carry.
  *
+ * <p><b>Packed completions</b> ({@code pack-completed}) are fields of buckets, not keys: after the message keys, a
+ * second scan (its cursor marked {@code p}) finds the namespace's buckets ({@link RedisKeys#bucketPattern}), reads
+ * their fields' IDs ({@code HKEYS}) and reads those as packed completions only, so a key with a string, listed by the
+ * first scan, is not listed again. A bucket split during a listing may have a packed key listed twice, or missed when
+ * it moved into a bucket made after the scan began.
+ *
  * <p><b>Purge</b> scans the same way, {@value #PURGE_SCAN} keys a round, reads them with {@code list.lua} and
  * sends those completed within the time to {@code purge.lua}, which checks each again and deletes it in one
  * atomic step (per hash slot in Cluster mode). When more qualify than the call's limit allows, its cursor stays

@@ -1,52 +1,42 @@
 package dev.idem.store.redis;
 
-import dev.idem.spi.ReplyStore;
-import dev.idem.spi.StoreContext;
-import dev.idem.testkit.ManualTicker;
-import dev.idem.testkit.ReplyStoreContract;
-import java.time.Duration;
-import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import static org.assertj.core.api.Assertions.assertThat;
 
-/** The replies' contract against a real Redis with {@code pack-completed}: a reply goes with a packed completion. */
-class RedisPackedReplyStoreTest extends ReplyStoreContract {
+import dev.idem.spi.StoreKey;
+import dev.idem.testkit.TestPluginConfig;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 
-    private static final RedisDedupStoreProvider PROVIDER = new RedisDedupStoreProvider();
-    private static final String CLASS_PREFIX = "idem-test-packed-replies-" + UUID.randomUUID().toString().substring(0, 8)
-            + "-";
-
-    private final String prefix = CLASS_PREFIX + UUID.randomUUID().toString().substring(0, 8) + ":";
-
-    private static String url;
-    private static RedisKeyspace keyspace;
-
-    @BeforeAll
-    static void connect() {
-        url = RedisTestServer.contractUrl();
-        keyspace = RedisKeyspace.standalone(url);
-    }
-
-    @AfterAll
-    static void deleteThisClassesKeys() {
-        if (keyspace != null) {
-            keyspace.deleteAll(RedisKeyspace.glob(CLASS_PREFIX));
-            keyspace.close();
-        }
-    }
+/** The replies' contract and Redis's own reply tests with {@code pack-completed}: a reply goes with a packed completion. */
+class RedisPackedReplyStoreTest extends RedisReplyStoreTest {
 
     @Override
-    protected ReplyStore createStore(ManualTicker ticker) {
-        return (ReplyStore) PROVIDER.create(RedisPackedDedupStoreTest.packed(url, prefix), new StoreContext(ticker));
+    TestPluginConfig storeConfig(String url, String prefix) {
+        return RedisPackedDedupStoreTest.packed(url, prefix);
     }
 
+    /** No string: a field of the namespace's first bucket, naming the completion's token. */
     @Override
-    protected void advanceStoreClock(Duration duration) {
-        keyspace.advance(RedisKeyspace.glob(prefix, namespace()), duration);
+    void assertCompletedRecord(StoreKey key, long token) {
+        RedisKeys keys = new RedisKeys(prefix);
+        byte[] message = keys.encode(key);
+        assertThat(keyspace.redis().exists(message)).isZero();
+        byte[] value = keyspace.redis().hget(bucketZero(keys, key), key.id().getBytes(StandardCharsets.UTF_8));
+        assertThat(value).startsWith(ByteBuffer.allocate(8).putLong(token).array());
     }
 
+    /** The family key and its one bucket, as an eviction of both would leave it. */
     @Override
-    protected Duration clockResolution() {
-        return Duration.ofSeconds(1);
+    void forgetCompletedRecord(StoreKey key) {
+        RedisKeys keys = new RedisKeys(prefix);
+        byte[] family = keys.namespaceFamilyOf(keys.encode(key), key.id().getBytes(StandardCharsets.UTF_8));
+        keyspace.redis().del(family, bucketZero(keys, key));
+    }
+
+    private static byte[] bucketZero(RedisKeys keys, StoreKey key) {
+        byte[] family = keys.namespaceFamilyOf(keys.encode(key), key.id().getBytes(StandardCharsets.UTF_8));
+        byte[] bucket = java.util.Arrays.copyOf(family, family.length + 1);
+        bucket[family.length] = '0';
+        return bucket;
     }
 }

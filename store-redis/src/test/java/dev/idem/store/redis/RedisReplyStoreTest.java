@@ -11,6 +11,7 @@ import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.spi.StoredReply;
 import dev.idem.testkit.ManualTicker;
+import dev.idem.testkit.TestPluginConfig;
 import dev.idem.testkit.ReplyStoreContract;
 import io.lettuce.core.cluster.SlotHash;
 import java.nio.charset.StandardCharsets;
@@ -29,10 +30,10 @@ class RedisReplyStoreTest extends ReplyStoreContract {
     private static final String CLASS_PREFIX = "idem-test-replies-" + UUID.randomUUID().toString().substring(0, 8)
             + "-";
 
-    private final String prefix = CLASS_PREFIX + UUID.randomUUID().toString().substring(0, 8) + ":";
+    final String prefix = CLASS_PREFIX + UUID.randomUUID().toString().substring(0, 8) + ":";
 
     private static String url;
-    private static RedisKeyspace keyspace;
+    static RedisKeyspace keyspace;
 
     @BeforeAll
     static void connect() {
@@ -50,7 +51,12 @@ class RedisReplyStoreTest extends ReplyStoreContract {
 
     @Override
     protected ReplyStore createStore(ManualTicker ticker) {
-        return (ReplyStore) PROVIDER.create(RedisDedupStoreTest.config(url, prefix), new StoreContext(ticker));
+        return (ReplyStore) PROVIDER.create(storeConfig(url, prefix), new StoreContext(ticker));
+    }
+
+    /** The store's configuration; a subclass runs the same tests on another. */
+    TestPluginConfig storeConfig(String url, String prefix) {
+        return RedisDedupStoreTest.config(url, prefix);
     }
 
     /** Moves the TTLs (and lease deadlines) of this test's keys, replies included, back. */
@@ -83,8 +89,18 @@ class RedisReplyStoreTest extends ReplyStoreContract {
         assertThat(keyspace.redis().get(name)).startsWith(new byte[] {'t'}).endsWith(utf8("22|14:correlation-id3:c-7{\"ok\":true}"))
                 .containsSequence(token);
         assertThat(keyspace.redis().pttl(name)).isBetween(RETENTION.minusSeconds(5).toMillis(), RETENTION.toMillis());
-        assertThat(keyspace.redis().get(keys.encode(key))).as("the completed record, as without a reply")
-                .isEqualTo(RedisDedupStoreTest.completed(owner.token(), 1, ""));
+        assertCompletedRecord(key, owner.token());
+    }
+
+    /** Asserts the completed record {@code key} has, as without a reply, in the form this test's store writes. */
+    void assertCompletedRecord(StoreKey key, long token) {
+        assertThat(keyspace.redis().get(new RedisKeys(prefix).encode(key))).as("the completed record, as without a reply")
+                .isEqualTo(RedisDedupStoreTest.completed(token, 1, ""));
+    }
+
+    /** Removes {@code key}'s completed record, as an eviction or a person would, leaving its reply key. */
+    void forgetCompletedRecord(StoreKey key) {
+        keyspace.redis().del(new RedisKeys(prefix).encode(key));
     }
 
     @Test
@@ -103,7 +119,7 @@ class RedisReplyStoreTest extends ReplyStoreContract {
         Acquired owner = acquire(key);
         assertThat(store().completeWithReply(key, owner.token(), RETENTION, reply("earlier"))).isTrue();
         // The record is gone (evicted, or deleted by hand) while its reply key still lives.
-        keyspace.redis().del(new RedisKeys(prefix).encode(key));
+        forgetCompletedRecord(key);
 
         Acquired fresh = acquire(key);
         assertThat(store().complete(key, fresh.token(), RETENTION)).isTrue();

@@ -16,6 +16,7 @@ import dev.idem.spi.StoreException;
 import dev.idem.spi.StoreKey;
 import dev.idem.spi.StoreStats;
 import dev.idem.testkit.ManualTicker;
+import dev.idem.testkit.TestPluginConfig;
 import dev.idem.testkit.SequencedDedupStoreContract;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -54,7 +55,12 @@ class RedisSequencedDedupStoreTest extends SequencedDedupStoreContract {
 
     @Override
     protected SequencedDedupStore createStore(ManualTicker ticker) {
-        return (SequencedDedupStore) PROVIDER.create(RedisDedupStoreTest.config(url, prefix), new StoreContext(ticker));
+        return (SequencedDedupStore) PROVIDER.create(storeConfig(url, prefix), new StoreContext(ticker));
+    }
+
+    /** The store's configuration; a subclass runs the same tests on another. */
+    TestPluginConfig storeConfig(String url, String prefix) {
+        return RedisDedupStoreTest.config(url, prefix);
     }
 
     /** Moves the TTLs (and lease deadlines) of this test's keys, watermarks included, back. */
