@@ -239,6 +239,14 @@ final class RedisDedupStore implements InspectableDedupStore, SequencedDedupStor
         return EvictionCheck.warn(this, connection, failures, waitNanos);
     }
 
+    /**
+     * Logs, and answers, a warning for each server that would keep the buckets of {@code pack-completed} as hash
+     * tables; none when the store does not pack. See {@link PackingCheck}.
+     */
+    List<String> warnIfBucketsWouldNotPack() {
+        return pack[0] == '1' ? PackingCheck.warn(this, connection, failures, waitNanos) : List.of();
+    }
+
     /** Logs, and answers, a warning when fewer replicas than {@code wait.replicas} are connected; see {@link ReplicaWait}. */
     List<String> warnIfTooFewReplicas() {
         return replicas.warnIfTooFewReplicas(this, failures, waitNanos);

@@ -265,6 +265,7 @@ public final class RedisDedupStoreProvider implements DedupStoreProvider {
                     new ReplicaWait(waitReplicas, waitTimeout, connection), config.get(PACK_COMPLETED));
             store.loadScripts();
             store.warnIfKeysMayBeEvicted();
+            store.warnIfBucketsWouldNotPack();
             store.warnIfTooFewReplicas();
             return store;
         } catch (RuntimeException e) {
