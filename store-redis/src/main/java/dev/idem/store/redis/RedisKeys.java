@@ -231,11 +231,6 @@ final class RedisKeys {
         return out;
     }
 
-    /** Whether the family of the message key {@code message} lies on its slot; false only for a prefix opening with {@code {}}. */
-    boolean familyOnSlot(byte[] message) {
-        return pack.onSlot(message);
-    }
-
     /**
      * An ID as scripts take it for its packed completion: 4 bytes of its bucket hash, big-endian, then the ID. The
      * hash places the ID in its family's buckets and is kept in the packed value for splits, so it must never change
@@ -280,8 +275,7 @@ final class RedisKeys {
      * of them only if {@link #isBucketOf} says so.
      */
     byte[] bucketPattern(String namespace) {
-        byte[] namespacePart = Arrays.copyOfRange(namespacePrefix(namespace), prefix.length,
-                namespacePrefix(namespace).length);
+        byte[] namespacePart = namespacePart(namespace);
         byte[] head = escaped(concat(prefix, PACK));
         byte[] tail = escaped(concat(new byte[] {'}', ':'}, namespacePart));
         byte[] out = new byte[head.length + 1 + tail.length + 1];
@@ -297,8 +291,7 @@ final class RedisKeys {
      * base-36 digits, {@code }:}, the namespace's part and a bucket's number (decimal digits).
      */
     boolean isBucketOf(byte[] key, String namespace) {
-        byte[] namespacePart = Arrays.copyOfRange(namespacePrefix(namespace), prefix.length,
-                namespacePrefix(namespace).length);
+        byte[] namespacePart = namespacePart(namespace);
         int at = prefix.length + PACK.length;
         if (key.length <= at || !Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)
                 || !Arrays.equals(key, prefix.length, at, PACK, 0, PACK.length)) {
@@ -318,12 +311,18 @@ final class RedisKeys {
         return true;
     }
 
+    /** What follows the prefix in every message key of {@code namespace}: its length, the namespace, two colons. */
+    private byte[] namespacePart(String namespace) {
+        byte[] all = namespacePrefix(namespace);
+        return Arrays.copyOfRange(all, prefix.length, all.length);
+    }
+
     private static byte[] escaped(byte[] literal) {
         byte[] pattern = startingWith(literal);
         return Arrays.copyOf(pattern, pattern.length - 1);
     }
 
-    private static byte[] concat(byte[] a, byte[] b) {
+    static byte[] concat(byte[] a, byte[] b) {
         byte[] out = Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;

@@ -111,7 +111,7 @@ final class RedisListing {
             int take = Math.min(limit, leftOver.size());
             List<byte[]> redisKeys = new ArrayList<>(take);
             for (byte[] id : leftOver.subList(0, take)) {
-                redisKeys.add(concat(namespacePrefix, id));
+                redisKeys.add(RedisKeys.concat(namespacePrefix, id));
             }
             page.addAll(read(namespace, namespacePrefix, filter, redisKeys, at.leftOverPacked(), true, operation));
             at = at.carrying(leftOver.subList(take, leftOver.size()), at.leftOverPacked());
@@ -120,7 +120,7 @@ final class RedisListing {
             }
         }
         byte[] idPrefix = RedisKeys.utf8(filter.prefix());
-        byte[] pattern = RedisKeys.startingWith(concat(namespacePrefix, idPrefix));
+        byte[] pattern = RedisKeys.startingWith(RedisKeys.concat(namespacePrefix, idPrefix));
         byte[] bucketPattern = keys.bucketPattern(namespace);
         long deadline = System.nanoTime() + CALL_BUDGET.toNanos();
         int count = Math.max(LIST_SCAN_MIN, Math.min(limit, LIST_SCAN_MAX));
@@ -251,7 +251,7 @@ final class RedisListing {
         for (CompletableFuture<List<byte[]>> bucket : fields) {
             for (byte[] id : store.await(bucket, operation, deadline)) {
                 if (startsWith(id, idPrefix)) {
-                    out.add(concat(namespacePrefix, id));
+                    out.add(RedisKeys.concat(namespacePrefix, id));
                 }
             }
         }
@@ -409,11 +409,6 @@ final class RedisListing {
         return key.length >= prefix.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
     }
 
-    private static byte[] concat(byte[] a, byte[] b) {
-        byte[] out = Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, out, a.length, b.length);
-        return out;
-    }
 
     private static String abbreviate(String text) {
         return text.length() <= 64 ? text : text.substring(0, 61) + "...";

@@ -140,7 +140,7 @@ local function packed_record(family, hashed, now_ms)
     return nil
   end
   return {state = 'D', token_bin = token_bin, attempts = tonumber(attempts), lease_until = 0, keep = 0, starts = 0,
-          fingerprint = fingerprint, expires_ms = expires, bucket = bucket}
+          fingerprint = fingerprint, expires_ms = expires}
 end
 
 -- Drops the expired fields of bucket; answers how many.
