@@ -216,8 +216,9 @@ final class ConsumerLoop implements ConsumerRebalanceListener {
         updatePauses();
         maybeCommit();
         if (!buffer.isEmpty() && !lifecycle.stopped()) {
-            // No room: wait for a settle rather than for records, then serve the group without fetching.
-            applyNextSettle(ROOM_WAIT_MILLIS);
+            // No room: wait until the next batch fits rather than for records, then serve the group without
+            // fetching. Waking for every settle instead cost a loop and a poll per message.
+            settles.awaitUnsettledAtMost(maxInFlight - buffer.roomNeeded(), ROOM_WAIT_MILLIS);
             poll(Duration.ZERO);
         } else {
             poll(pollTimeout());

@@ -41,7 +41,7 @@ final class FetchBuffer {
      * @return the batch; empty when there is too little room or nothing left to hand over
      */
     List<Delivery> takeBatch(int room) {
-        if (pending.isEmpty() || room < Math.min(pending.size(), minBatch)) {
+        if (pending.isEmpty() || room < roomNeeded()) {
             return List.of();
         }
         List<Delivery> batch = new ArrayList<>(Math.min(room, pending.size()));
@@ -59,6 +59,11 @@ final class FetchBuffer {
             }
         }
         return batch;
+    }
+
+    /** The room {@link #takeBatch} needs to hand a batch over: a quarter of {@code maxInFlight}, or all that wait. */
+    int roomNeeded() {
+        return Math.min(pending.size(), minBatch);
     }
 
     boolean isEmpty() {

@@ -100,11 +100,11 @@ final class KafkaSubscription implements Subscription {
 
     /** Called once per delivery by the settling thread. */
     void settled(KafkaDelivery delivery, Settle.Kind kind, Duration delay) {
-        settles.settledOne();
         if (lifecycle.closing() || delivery.partition.revoked) {
+            settles.settled(null);
             return;
         }
-        settles.add(new Settle(delivery, kind, delay.toNanos()));
+        settles.settled(new Settle(delivery, kind, delay.toNanos()));
         if (kind == Settle.Kind.RETRY) {
             // A retry must not wait out a long idle poll; the consumer thread tolerates stray wakeups.
             loop.wakeupIfPolling();
