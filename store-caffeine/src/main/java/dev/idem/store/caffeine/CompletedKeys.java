@@ -70,7 +70,7 @@ import java.util.function.ToIntFunction;
  * reply cost nothing more: no key is rebuilt for them.
  *
  * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}. {@link #get} reads
- * optimistically, without a lock, and retries under the read lock if a write came in between; that read
+ * optimistically, without a lock, a few times if a write came in between, then under the read lock; that read
  * tolerates anything a concurrent write leaves half done (every array is read once from one snapshot of
  * references, every position derived from an entry is masked or checked against the array it indexes, every
  * loop is bounded by the key or the index) and its answer is used only once the stamp validates. {@link #put}
@@ -89,6 +89,8 @@ final class CompletedKeys {
     private static final int MIN_RING = 16;
     /** Bytes of arena set aside per initial ring slot: about an id and a SHA-256 fingerprint. */
     private static final int BYTES_PER_KEY = 64;
+    /** How many times {@link #get} reads without the lock before it takes the read lock. */
+    private static final int OPTIMISTIC_READS = 4;
     /** How many completions an iteration reads under the lock at a time. */
     static final int CHUNK = 1024;
 
@@ -208,14 +210,19 @@ final class CompletedKeys {
 
     /** The key's completion if its retention has not ended at {@code now}, else {@code null}. */
     CaffeineDedupStore.Done get(StoreKey key, long now) {
-        long stamp = lock.tryOptimisticRead();
-        if (stamp != 0) {
-            CaffeineDedupStore.Done done = find(key, now);
-            if (lock.validate(stamp)) {
-                return done;
+        // A write holds the lock for about a microsecond: a read that met one tries again, a few times, before it
+        // queues for the read lock, where it would park and its writer would have to unpark it.
+        for (int attempt = 0; attempt < OPTIMISTIC_READS; attempt++) {
+            long stamp = lock.tryOptimisticRead();
+            if (stamp != 0) {
+                CaffeineDedupStore.Done done = find(key, now);
+                if (lock.validate(stamp)) {
+                    return done;
+                }
             }
+            Thread.onSpinWait();
         }
-        stamp = lock.readLock();
+        long stamp = lock.readLock();
         try {
             return find(key, now);
         } finally {
