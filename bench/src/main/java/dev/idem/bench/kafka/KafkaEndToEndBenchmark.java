@@ -47,12 +47,20 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <p>Run (after {@code mvn -q -B -pl bench -am package -DskipTests}):
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaEndToEndBenchmark [messages=1000000]
  * [rounds=3] [duplicate-percent=10]}; {@code -Didem.bench.settings=...} adds pipeline settings to Idem's side (YAML
- * lines, {@code \n} between them), e.g. {@code max-in-flight: 4000}.
+ * lines, {@code \n} between them), e.g. {@code max-in-flight: 4000}; {@code -Didem.bench.sides=idem} runs only the sides
+ * named.
  */
 public final class KafkaEndToEndBenchmark {
 
     /** Pipeline settings added to Idem's side, {@code -Didem.bench.settings=...}; none by default. */
     private static final String SETTINGS = System.getProperty("idem.bench.settings", "").replace("\\n", "\n");
+
+    /**
+     * The sides to run, {@code -Didem.bench.sides=idem} (comma-separated, of raw, idem and adapter; all by
+     * default), to profile one of them; a ratio to a side not run prints as NaN.
+     */
+    private static final List<String> SIDES = List.of(System.getProperty("idem.bench.sides", "raw,idem,adapter")
+            .split(","));
 
     private static final int PAYLOAD_BYTES = 100;
     private static final int KEYS = 1024;
@@ -83,10 +91,11 @@ public final class KafkaEndToEndBenchmark {
                         "idem-" + topic + "-" + run, topic, SETTINGS, messages, (message, context) -> {
                         })));
                 sides.put("adapter", run -> EndToEnd.rate(messages, adapterOnly(kafka, topic, messages, run)));
+                sides.keySet().retainAll(SIDES);
                 Map<String, List<Double>> rates = EndToEnd.alternate(partitions + "p", 0, rounds, sides);
-                double rawMedian = EndToEnd.median(rates.get("raw"));
-                double idemMedian = EndToEnd.median(rates.get("idem"));
-                double bareMedian = EndToEnd.median(rates.get("adapter"));
+                double rawMedian = medianOf(rates, "raw");
+                double idemMedian = medianOf(rates, "idem");
+                double bareMedian = medianOf(rates, "adapter");
                 summary.add(String.format("%d partition(s): raw %,.0f msg/s, idem %,.0f msg/s, idem/raw %.2f;"
                         + " adapter alone %,.0f msg/s, adapter/raw %.2f", partitions, rawMedian, idemMedian,
                         idemMedian / rawMedian, bareMedian, bareMedian / rawMedian));
@@ -94,6 +103,10 @@ public final class KafkaEndToEndBenchmark {
         }
         System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
         summary.forEach(System.out::println);
+    }
+
+    private static double medianOf(Map<String, List<Double>> rates, String side) {
+        return rates.containsKey(side) ? EndToEnd.median(rates.get(side)) : Double.NaN;
     }
 
     /**
