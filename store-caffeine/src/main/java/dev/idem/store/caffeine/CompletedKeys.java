@@ -89,8 +89,11 @@ final class CompletedKeys {
     private static final int MIN_RING = 16;
     /** Bytes of arena set aside per initial ring slot: about an id and a SHA-256 fingerprint. */
     private static final int BYTES_PER_KEY = 64;
-    /** How many times {@link #get} reads without the lock before it takes the read lock. */
-    private static final int OPTIMISTIC_READS = 4;
+    /**
+     * How many times {@link #get} tries to read without the lock, or spins while a write holds it, before it reads
+     * under the lock.
+     */
+    private static final int OPTIMISTIC_SPINS = 64;
     /** How many completions an iteration reads under the lock at a time. */
     static final int CHUNK = 1024;
 
@@ -210,9 +213,10 @@ final class CompletedKeys {
 
     /** The key's completion if its retention has not ended at {@code now}, else {@code null}. */
     CaffeineDedupStore.Done get(StoreKey key, long now) {
-        // A write holds the lock for about a microsecond: a read that met one tries again, a few times, before it
-        // queues for the read lock, where it would park and its writer would have to unpark it.
-        for (int attempt = 0; attempt < OPTIMISTIC_READS; attempt++) {
+        // A write holds the lock for about a microsecond: a read that met one spins until it is released and tries
+        // again, a few times and for a few microseconds at most, before it queues for the read lock, where it would
+        // park (and block the next writer, which would park too, until the first writer unparked it).
+        for (int attempt = 0; attempt < OPTIMISTIC_SPINS; attempt++) {
             long stamp = lock.tryOptimisticRead();
             if (stamp != 0) {
                 CaffeineDedupStore.Done done = find(key, now);

@@ -103,6 +103,7 @@ final class KeyScheduler {
     private final class KeyQueue implements Slot {
         /** The ordering key, or {@code null} for a work ordered with nothing (never in the map). */
         final String key;
+        private final int hash;
         final ArrayDeque<Work> works = new ArrayDeque<>(2);
         /** Works set aside ({@link Step.Kind#SET_ASIDE}) while the key's later ones run; null while none. */
         List<Work> aside;
@@ -111,6 +112,16 @@ final class KeyScheduler {
 
         KeyQueue(String key) {
             this.key = key;
+            this.hash = key != null ? key.hashCode() : ++unorderedQueues;
+        }
+
+        /**
+         * Equality stays identity; the hash is the key's (a key has one queue at a time), since the identity hash
+         * would be installed in a new object's header for each message that passes {@link #awaiting}.
+         */
+        @Override
+        public int hashCode() {
+            return hash;
         }
 
         boolean hasAside() {
@@ -178,6 +189,8 @@ final class KeyScheduler {
     private final Set<KeyQueue> parked = new HashSet<>();
     /** Keys whose head work's completion is being written. */
     private final Set<KeyQueue> awaiting = new HashSet<>();
+    /** How many queues of works ordered with nothing were made: their hash. Guarded by {@code lock}. */
+    private int unorderedQueues;
     private final Thread[] workers;
     /** The most keys one worker takes at once. */
     private final int maxChunk;
