@@ -3,6 +3,7 @@ package dev.idem.bench.kafka;
 import dev.idem.adapter.kafka.EmbeddedKafka;
 import dev.idem.bench.EndToEnd;
 import dev.idem.bench.EndToEnd.Side;
+import dev.idem.bench.ThreadCpu;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.SubscriptionRequest;
@@ -15,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -48,7 +50,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaEndToEndBenchmark [messages=1000000]
  * [rounds=3] [duplicate-percent=10]}; {@code -Didem.bench.settings=...} adds pipeline settings to Idem's side (YAML
  * lines, {@code \n} between them), e.g. {@code max-in-flight: 4000}; {@code -Didem.bench.sides=idem} runs only the sides
- * named.
+ * named; {@code -Didem.bench.cpu=true} adds the CPU time Idem's threads used per message, by role.
  */
 public final class KafkaEndToEndBenchmark {
 
@@ -61,6 +63,12 @@ public final class KafkaEndToEndBenchmark {
      */
     private static final List<String> SIDES = List.of(System.getProperty("idem.bench.sides", "raw,idem,adapter")
             .split(","));
+
+    /**
+     * Whether to report the CPU time Idem's threads used per message, by role, {@code -Didem.bench.cpu=true}: sampled
+     * every 10 ms ({@link ThreadCpu}), over every round.
+     */
+    private static final boolean CPU = Boolean.getBoolean("idem.bench.cpu");
 
     private static final int PAYLOAD_BYTES = 100;
     private static final int KEYS = 1024;
@@ -87,9 +95,20 @@ public final class KafkaEndToEndBenchmark {
                 fill(kafka, topic, messages, duplicatePercent);
                 Map<String, Side> sides = new LinkedHashMap<>();
                 sides.put("raw", run -> EndToEnd.rate(messages, raw(kafka, topic, messages, distinct, run)));
-                sides.put("idem", run -> EndToEnd.rate(messages, KafkaBench.timeIdem(kafka,
-                        "idem-" + topic + "-" + run, topic, SETTINGS, messages, (message, context) -> {
-                        })));
+                Map<String, Long> idemCpu = new TreeMap<>();
+                sides.put("idem", run -> {
+                    String pipeline = "idem-" + topic + "-" + run;
+                    ThreadCpu cpu = CPU ? new ThreadCpu(name -> roleOf(name, pipeline)) : null;
+                    if (cpu != null) {
+                        cpu.start();
+                    }
+                    long took = KafkaBench.timeIdem(kafka, pipeline, topic, SETTINGS, messages, (message, context) -> {
+                    });
+                    if (cpu != null) {
+                        cpu.stop().forEach((role, nanos) -> idemCpu.merge(role, nanos, Long::sum));
+                    }
+                    return EndToEnd.rate(messages, took);
+                });
                 sides.put("adapter", run -> EndToEnd.rate(messages, adapterOnly(kafka, topic, messages, run)));
                 sides.keySet().retainAll(SIDES);
                 Map<String, List<Double>> rates = EndToEnd.alternate(partitions + "p", 0, rounds, sides);
@@ -99,10 +118,41 @@ public final class KafkaEndToEndBenchmark {
                 summary.add(String.format("%d partition(s): raw %,.0f msg/s, idem %,.0f msg/s, idem/raw %.2f;"
                         + " adapter alone %,.0f msg/s, adapter/raw %.2f", partitions, rawMedian, idemMedian,
                         idemMedian / rawMedian, bareMedian, bareMedian / rawMedian));
+                if (!idemCpu.isEmpty()) {
+                    long handled = (long) messages * rounds;
+                    StringBuilder line = new StringBuilder(String.format("  idem's threads: %.2f us of CPU a message",
+                            idemCpu.values().stream().mapToLong(Long::longValue).sum() / 1000.0 / handled));
+                    idemCpu.forEach((role, nanos) -> line.append(String.format("; %s %.2f", role,
+                            nanos / 1000.0 / handled)));
+                    summary.add(line.toString());
+                }
             }
         }
         System.out.println("--- medians over " + rounds + " rounds of " + messages + " messages");
         summary.forEach(System.out::println);
+    }
+
+    /**
+     * The role of an Idem thread of {@code pipeline} (the Kafka consumer, the dispatcher that runs the intake, the
+     * workers, the committers, the timer), or {@code null} for a thread of something else.
+     */
+    private static String roleOf(String thread, String pipeline) {
+        if (thread.equals("idem-kafka-" + pipeline)) {
+            return "consumer";
+        }
+        if (thread.equals("idem-kafka-dispatch-" + pipeline)) {
+            return "intake";
+        }
+        if (thread.equals("idem-" + pipeline + "-timer")) {
+            return "timer";
+        }
+        if (thread.startsWith("idem-" + pipeline + "-commit")) {
+            return "committers";
+        }
+        if (thread.startsWith("idem-" + pipeline + "-")) {
+            return "workers";
+        }
+        return null;
     }
 
     private static double medianOf(Map<String, List<Double>> rates, String side) {
