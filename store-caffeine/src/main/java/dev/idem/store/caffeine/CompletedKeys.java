@@ -69,13 +69,13 @@ import java.util.function.ToIntFunction;
  * key and token, under the write lock, so that the reply leaves memory with its completion. Completions without a
  * reply cost nothing more: no key is rebuilt for them.
  *
- * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}. {@link #get} reads
- * optimistically, without a lock, a few times if a write came in between, then under the read lock; that read
- * tolerates anything a concurrent write leaves half done (every array is read once from one snapshot of
- * references, every position derived from an entry is masked or checked against the array it indexes, every
- * loop is bounded by the key or the index) and its answer is used only once the stamp validates. {@link #put}
- * is called by the store inside a key's lock of its claim map; nothing here calls back into the claim map, so
- * the order is always claim map, then this lock, and cannot cycle. Thread-safe.
+ * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}. {@link #get} reads optimistically,
+ * without a lock, spinning a few microseconds at most while a write holds it, then under the read lock; that read
+ * tolerates anything a concurrent write leaves half done (every array is read once from one snapshot of references,
+ * every position derived from an entry is masked or checked against the array it indexes, every loop is bounded by
+ * the key or the index) and its answer is used only once the stamp validates. {@link #put} is called by the store
+ * inside a key's lock of its claim map; nothing here calls back into the claim map, so the order is always claim
+ * map, then this lock, and cannot cycle. Thread-safe.
  */
 final class CompletedKeys {
 

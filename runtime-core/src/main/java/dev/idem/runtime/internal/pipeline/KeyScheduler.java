@@ -116,8 +116,9 @@ final class KeyScheduler {
         }
 
         /**
-         * Equality stays identity; the hash is the key's (a key has one queue at a time), since the identity hash
-         * would be installed in a new object's header for each message that passes {@link #awaiting}.
+         * Equality stays identity; the hash is the key's (a queue detached from its key and the key's new queue
+         * share it, which costs a collision at most), since the identity hash would be installed in a new object's
+         * header for each message that passes {@link #awaiting}.
          */
         @Override
         public int hashCode() {
