@@ -69,7 +69,10 @@ import java.util.function.ToIntFunction;
  * key and token, under the write lock, so that the reply leaves memory with its completion. Completions without a
  * reply cost nothing more: no key is rebuilt for them.
  *
- * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}. {@link #get} reads optimistically,
+ * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}, for the writes alone: {@link #put}
+ * encodes the entry's bytes, hashes its key and reads the index's lines it is about to write (taking their cache
+ * misses) before it takes the lock, which every completion needs and every read that meets it waits out.
+ * {@link #get} reads optimistically,
  * without a lock, spinning a few microseconds at most while a write holds it, then under the read lock; that read
  * tolerates anything a concurrent write leaves half done (every array is read once from one snapshot of references,
  * every position derived from an entry is masked or checked against the array it indexes, every loop is bounded by
@@ -125,6 +128,10 @@ final class CompletedKeys {
     private static final long HIGH = 0xFFFF_FFFF_0000_0000L;
     private static final long LOW = 0xFFFF_FFFFL;
 
+    private static final long UNLIKELY = 0x9E37_79B9_7F4A_7C15L;
+    /** See {@link #keep}. */
+    @SuppressWarnings("unused")
+    private static long kept;
     private static final byte[] BASE64URL = new byte[128];
     private static final Base64.Encoder SHA256_ENCODER = Base64.getUrlEncoder().withoutPadding();
 
@@ -252,29 +259,74 @@ final class CompletedKeys {
         StoreKey key = done.key;
         String id = key.id();
         String fingerprint = done.fingerprint;
+        boolean remembered = (long) id.length() + (fingerprint == null ? 0 : fingerprint.length()) <= MAX_ENTRY_CHARS;
+        // Before the lock: the entry's bytes, its hash when its namespace is known, and a read of the index's lines
+        // the write will touch, so that the cache misses of a large index are mostly taken outside the lock.
+        int idShape = 0;
+        int fpShape = 0;
+        byte[] bytes = null;
+        Integer known = namespaceIds.get(key.namespace());
+        int knownHash = 0;
+        if (remembered) {
+            idShape = charsShape(id);
+            fpShape = fingerprintShape(fingerprint);
+            bytes = encode(id, idShape, fingerprint, fpShape);
+        }
+        if (known != null) {
+            knownHash = hash(known, id);
+            warm(knownHash);
+        }
         long stamp = lock.writeLock();
         try {
             Tables t = tables;
-            int at = indexOf(t, key);
+            // The namespace's index read before the lock is still its own unless every entry of it left meanwhile.
+            boolean stillKnown = known != null && key.namespace().equals(namespaces[known]);
+            int at = stillKnown ? indexOf(t, known, knownHash, id) : indexOf(t, key);
             if (at >= 0) {
                 unlinkAt(t, at);
             }
-            if ((long) id.length() + (fingerprint == null ? 0 : fingerprint.length()) <= MAX_ENTRY_CHARS) {
+            if (remembered) {
                 while (live >= maximumSize) {
                     popHead();
                 }
-                int ns = acquireNamespace(key.namespace());
-                int idShape = charsShape(id);
-                int fpShape = fingerprintShape(fingerprint);
-                int bytes = bytesOf(idShape, fpShape);
-                makeRoom(bytes);
-                append(done, ns, hash(ns, id), idShape, replied ? fpShape | REPLIED : fpShape, bytes);
+                int ns = stillKnown && namespaces[known] != null ? acquireKnownNamespace(known)
+                        : acquireNamespace(key.namespace());
+                makeRoom(bytes.length);
+                append(done, ns, stillKnown && known == ns ? knownHash : hash(ns, id), idShape,
+                        replied ? fpShape | REPLIED : fpShape, bytes);
             } else if (replied) {
                 forgotten.replyForgotten(key, done.token);
             }
             forgetOldest(now);
         } finally {
             lock.unlockWrite(stamp);
+        }
+    }
+
+    /**
+     * Reads, without the lock, the index's line for {@code hash} and the one of the entry a full ring forgets next,
+     * only to bring them into this core's cache; every value read is discarded and nothing depends on it.
+     */
+    private void warm(int hash) {
+        Tables t = tables;
+        long[] index = t.index;
+        int mask = index.length - 1;
+        long sink = index[hash & mask];
+        if (live >= maximumSize) {
+            long entry = t.entries[((int) head & t.mask) * WORDS + HASH_START];
+            sink += index[(int) (entry >>> 32) & mask];
+        }
+        keep(sink);
+    }
+
+    /**
+     * Uses a value read only to warm the cache, so that the compiler keeps the read: it is compared with a constant
+     * it is practically never equal to, and written to a field no one reads in that case alone, so that the shared
+     * state's cache lines are not written.
+     */
+    private static void keep(long value) {
+        if (value == UNLIKELY) {
+            kept = value;
         }
     }
 
@@ -438,7 +490,11 @@ final class CompletedKeys {
         }
         int ns = known;
         String id = key.id();
-        int hash = hash(ns, id);
+        return indexOf(t, ns, hash(ns, id), id);
+    }
+
+    /** The position in the index of {@code id} in namespace {@code ns}, whose hash is {@code hash}, or -1. */
+    private int indexOf(Tables t, int ns, int hash, String id) {
         long[] index = t.index;
         long[] entries = t.entries;
         byte[] arena = t.arena;
@@ -530,17 +586,14 @@ final class CompletedKeys {
 
     // ---------------------------------------------------------------- writes, under the write lock
 
-    private void append(CaffeineDedupStore.Done done, int ns, int hash, int idShape, int fpShape, int bytes) {
+    private void append(CaffeineDedupStore.Done done, int ns, int hash, int idShape, int fpShape, byte[] encoded) {
         Tables t = tables;
         byte[] arena = t.arena;
+        int bytes = encoded.length;
         int start = wrap(arenaHead + arenaUsed, arena.length);
-        int p = writeChars(arena, start, done.key.id(), (idShape & UTF16) != 0);
-        switch (fpShape >>> FP_KIND_SHIFT) {
-            case FP_SHA256 -> writeSha256(arena, p, done.fingerprint);
-            case FP_LATIN1 -> writeChars(arena, p, done.fingerprint, false);
-            case FP_UTF16 -> writeChars(arena, p, done.fingerprint, true);
-            default -> { }
-        }
+        int first = Math.min(bytes, arena.length - start);
+        System.arraycopy(encoded, 0, arena, start, first);
+        System.arraycopy(encoded, first, arena, 0, bytes - first);
         arenaUsed += bytes;
         int slot = (int) tail & t.mask;
         int e = slot * WORDS;
@@ -709,6 +762,12 @@ final class CompletedKeys {
         }
     }
 
+    /** {@link #acquireNamespace} of a namespace held by an entry, whose index is {@code ns}. */
+    private int acquireKnownNamespace(int ns) {
+        namespaceRefs[ns]++;
+        return ns;
+    }
+
     private int acquireNamespace(String namespace) {
         Integer known = namespaceIds.get(namespace);
         int ns;
@@ -826,6 +885,19 @@ final class CompletedKeys {
         }
         int shape = charsShape(fingerprint);
         return ((shape & UTF16) != 0 ? FP_UTF16 : FP_LATIN1) << FP_KIND_SHIFT | (shape & LENGTH);
+    }
+
+    /** An entry's bytes as the arena holds them: the id's chars in its shape, then the fingerprint in its own. */
+    private static byte[] encode(String id, int idShape, String fingerprint, int fpShape) {
+        byte[] bytes = new byte[bytesOf(idShape, fpShape)];
+        int p = writeChars(bytes, 0, id, (idShape & UTF16) != 0);
+        switch (fpShape >>> FP_KIND_SHIFT) {
+            case FP_SHA256 -> writeSha256(bytes, p, fingerprint);
+            case FP_LATIN1 -> writeChars(bytes, p, fingerprint, false);
+            case FP_UTF16 -> writeChars(bytes, p, fingerprint, true);
+            default -> { }
+        }
+        return bytes;
     }
 
     /** Unpadded base64url of 32 bytes, in the one spelling that decodes and re-encodes to itself. */

@@ -363,6 +363,30 @@ class CompletedKeysTest {
     }
 
     @Test
+    void aNamespaceFreedByTheWriteThatNeedsItIsTakenAgainAndItsKeysFound() {
+        // A bound of one: each write forgets the only entry, and with it the namespace that the write looked up
+        // before taking the lock; alternating namespaces also hand each freed index to the other one.
+        CompletedKeys keys = new CompletedKeys(1, 0, now::get);
+        String[] namespaces = {"a", "b", "a", "a", "b", "b", "a"};
+        for (int i = 0; i < namespaces.length; i++) {
+            StoreKey written = new StoreKey(namespaces[i], "k" + (i % 2));
+            keys.put(new CaffeineDedupStore.Done(written, i + 1, 1, null, now.get() + 100), now.get());
+
+            assertThat(keys.get(written)).as("write %d", i).isNotNull();
+            assertThat(keys.get(written).token).as("write %d", i).isEqualTo(i + 1);
+            assertThat(keys.size()).isEqualTo(1);
+            for (String namespace : new String[] {"a", "b"}) {
+                for (String id : new String[] {"k0", "k1"}) {
+                    StoreKey other = new StoreKey(namespace, id);
+                    if (!other.equals(written)) {
+                        assertThat(keys.get(other)).as("%s after write %d", other, i).isNull();
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void iterationVisitsEveryCompletionOnceAcrossChunksInCompletionOrder() {
         CompletedKeys keys = new CompletedKeys(10_000, 0, now::get);
         for (int i = 0; i < 5_000; i++) {
