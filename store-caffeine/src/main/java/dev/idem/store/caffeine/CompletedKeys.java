@@ -279,8 +279,10 @@ final class CompletedKeys {
         long stamp = lock.writeLock();
         try {
             Tables t = tables;
-            // The namespace's index read before the lock is still its own unless every entry of it left meanwhile.
-            boolean stillKnown = known != null && key.namespace().equals(namespaces[known]);
+            // The namespace's index read before the lock is still its own unless every entry of it left meanwhile,
+            // or the tier was cleared (and its table of namespaces made small again).
+            boolean stillKnown = known != null && known < namespaces.length
+                    && key.namespace().equals(namespaces[known]);
             int at = stillKnown ? indexOf(t, known, knownHash, id) : indexOf(t, key);
             if (at >= 0) {
                 unlinkAt(t, at);

@@ -574,6 +574,64 @@ class CompletedKeysTest {
         assertThat(kept).hasSize(bound).allSatisfy(key -> assertThat(keys.get(key)).isNotNull());
     }
 
+    @Test
+    @Timeout(value = 2, unit = TimeUnit.MINUTES)
+    void writesInManyNamespacesRacingClearsNeverFailAndKeepWhatTheyWroteAfterTheLast() throws Exception {
+        // A write looks its namespace up before it takes the lock; a clear in between empties the table of
+        // namespaces (back to a few slots) under the lock. Sixteen namespaces put their indexes past that size.
+        CompletedKeys keys = new CompletedKeys(1_000, 0, now::get);
+        int writers = 2;
+        int perWriter = 40_000;
+        Queue<String> failures = new ConcurrentLinkedQueue<>();
+        CountDownLatch start = new CountDownLatch(1);
+        AtomicIntegerArray done = new AtomicIntegerArray(writers);
+        List<Thread> threads = new ArrayList<>();
+        for (int w = 0; w < writers; w++) {
+            int writer = w;
+            threads.add(new Thread(() -> {
+                try {
+                    start.await();
+                    for (int i = 0; i < perWriter; i++) {
+                        keys.put(new CaffeineDedupStore.Done(new StoreKey("ns-" + (i % 16), writer + "/" + i),
+                                i + 1, 1, null, now.get() + 100), now.get());
+                    }
+                } catch (Throwable e) {
+                    failures.add("writer " + writer + ": " + e);
+                } finally {
+                    done.set(writer, 1);
+                }
+            }));
+        }
+        threads.add(new Thread(() -> {
+            try {
+                start.await();
+                // Until both writers are done: they end, so this does too.
+                while (done.get(0) == 0 || done.get(1) == 0) {
+                    keys.clear();
+                    Thread.onSpinWait();
+                }
+            } catch (Throwable e) {
+                failures.add("clear: " + e);
+            }
+        }));
+        threads.forEach(Thread::start);
+        start.countDown();
+        for (Thread thread : threads) {
+            thread.join();
+        }
+
+        assertThat(failures).isEmpty();
+        keys.clear();
+        for (int i = 0; i < 32; i++) {
+            keys.put(new CaffeineDedupStore.Done(new StoreKey("ns-" + (i % 16), "after/" + i), i + 1, 1, null,
+                    now.get() + 100), now.get());
+        }
+        assertThat(keys.size()).isEqualTo(32);
+        for (int i = 0; i < 32; i++) {
+            assertThat(keys.get(new StoreKey("ns-" + (i % 16), "after/" + i)).token).isEqualTo(i + 1);
+        }
+    }
+
     private CaffeineDedupStore.Done raced(int writer, int i) {
         String id = writer + "/" + i + switch (i % 4) {
             case 0 -> "";
