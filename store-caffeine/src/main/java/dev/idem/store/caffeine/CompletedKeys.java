@@ -72,13 +72,12 @@ import java.util.function.ToIntFunction;
  * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}, for the writes alone: {@link #put}
  * encodes the entry's bytes, hashes its key and reads the index's lines it is about to write (taking their cache
  * misses) before it takes the lock, which every completion needs and every read that meets it waits out.
- * {@link #get} reads optimistically,
- * without a lock, spinning a few microseconds at most while a write holds it, then under the read lock; that read
- * tolerates anything a concurrent write leaves half done (every array is read once from one snapshot of references,
- * every position derived from an entry is masked or checked against the array it indexes, every loop is bounded by
- * the key or the index) and its answer is used only once the stamp validates. {@link #put} is called by the store
- * inside a key's lock of its claim map; nothing here calls back into the claim map, so the order is always claim
- * map, then this lock, and cannot cycle. Thread-safe.
+ * {@link #get} reads optimistically, without a lock, spinning a few microseconds at most while a write holds it,
+ * then under the read lock; that read tolerates anything a concurrent write leaves half done (every array is read
+ * once from one snapshot of references, every position derived from an entry is masked or checked against the array
+ * it indexes, every loop is bounded by the key or the index) and its answer is used only once the stamp validates.
+ * {@link #put} is called by the store inside a key's lock of its claim map; nothing here calls back into the claim
+ * map, so the order is always claim map, then this lock, and cannot cycle. Thread-safe.
  */
 final class CompletedKeys {
 
@@ -307,7 +306,7 @@ final class CompletedKeys {
 
     /**
      * Reads, without the lock, the index's line for {@code hash} and the one of the entry a full ring forgets next,
-     * only to bring them into this core's cache; every value read is discarded and nothing depends on it.
+     * only to bring them into this core's cache; nothing the tier does depends on the values read.
      */
     private void warm(int hash) {
         Tables t = tables;
