@@ -10,6 +10,7 @@ import dev.idem.spi.SubscriptionRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -59,10 +60,11 @@ public final class KafkaEndToEndBenchmark {
 
     /**
      * The sides to run, {@code -Didem.bench.sides=idem} (comma-separated, of raw, idem and adapter; all by
-     * default), to profile one of them; a ratio to a side not run prints as NaN.
+     * default), to profile one of them; a ratio to a side not run prints as NaN, and an unknown name is refused.
      */
-    private static final List<String> SIDES = List.of(System.getProperty("idem.bench.sides", "raw,idem,adapter")
-            .split(","));
+    private static final List<String> ALL_SIDES = List.of("raw", "idem", "adapter");
+    private static final List<String> SIDES = Arrays.stream(System.getProperty("idem.bench.sides",
+            String.join(",", ALL_SIDES)).split(",")).map(String::trim).toList();
 
     /**
      * Whether to report the CPU time Idem's threads used per message, by role, {@code -Didem.bench.cpu=true}: sampled
@@ -83,6 +85,12 @@ public final class KafkaEndToEndBenchmark {
         int duplicatePercent = args.length > 2 ? Integer.parseInt(args[2]) : 10;
         if (duplicatePercent < 0 || duplicatePercent > 50) {
             throw new IllegalArgumentException("duplicate-percent must be 0 to 50, not " + duplicatePercent);
+        }
+        List<String> unknown = SIDES.stream().filter(side -> !ALL_SIDES.contains(side)).toList();
+        if (!unknown.isEmpty()) {
+            throw new IllegalArgumentException("-Didem.bench.sides=" + String.join(",", SIDES) + ": unknown side "
+                    + String.join(", ", unknown) + "; name one or more of " + String.join(", ", ALL_SIDES)
+                    + ", comma-separated");
         }
         int distinct = messages - repeatCount(messages, duplicatePercent);
         System.out.printf("Kafka end-to-end: %,d records per run (%,d distinct IDs), %d rounds%n", messages,
