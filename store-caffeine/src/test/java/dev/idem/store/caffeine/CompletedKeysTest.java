@@ -560,11 +560,7 @@ class CompletedKeysTest {
                 failures.add("iterator: " + e);
             }
         }));
-        threads.forEach(Thread::start);
-        start.countDown();
-        for (Thread thread : threads) {
-            thread.join();
-        }
+        runTogether(threads, start);
 
         assertThat(failures).isEmpty();
         assertThat(checkedFound.get()).as("reads that had to find their key").isPositive();
@@ -614,11 +610,7 @@ class CompletedKeysTest {
                 failures.add("clear: " + e);
             }
         }));
-        threads.forEach(Thread::start);
-        start.countDown();
-        for (Thread thread : threads) {
-            thread.join();
-        }
+        runTogether(threads, start);
 
         assertThat(failures).isEmpty();
         keys.clear();
@@ -629,6 +621,15 @@ class CompletedKeysTest {
         assertThat(keys.size()).isEqualTo(32);
         for (int i = 0; i < 32; i++) {
             assertThat(keys.get(new StoreKey("ns-" + (i % 16), "after/" + i)).token).isEqualTo(i + 1);
+        }
+    }
+
+    /** Starts the threads, lets them go at once through {@code start}, and waits for every one to end. */
+    private static void runTogether(List<Thread> threads, CountDownLatch start) throws InterruptedException {
+        threads.forEach(Thread::start);
+        start.countDown();
+        for (Thread thread : threads) {
+            thread.join();
         }
     }
 
