@@ -70,8 +70,8 @@ import java.util.function.ToIntFunction;
  * reply cost nothing more: no key is rebuilt for them.
  *
  * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}, for the writes alone: {@link #put}
- * encodes the entry's bytes, hashes its key and reads the index's lines it is about to write (taking their cache
- * misses) before it takes the lock, which every completion needs and every read that meets it waits out.
+ * encodes the entry's bytes and reads the index's lines it is about to write (taking their cache misses) before it
+ * takes the lock, which every completion needs and every read that meets it waits out.
  * {@link #get} reads optimistically, without a lock, spinning a few microseconds at most while a write holds it,
  * then under the read lock; that read tolerates anything a concurrent write leaves half done (every array is read
  * once from one snapshot of references, every position derived from an entry is masked or checked against the array
@@ -259,30 +259,24 @@ final class CompletedKeys {
         String id = key.id();
         String fingerprint = done.fingerprint;
         boolean remembered = (long) id.length() + (fingerprint == null ? 0 : fingerprint.length()) <= MAX_ENTRY_CHARS;
-        // Before the lock: the entry's bytes, its hash when its namespace is known, and a read of the index's lines
-        // the write will touch, so that the cache misses of a large index are mostly taken outside the lock.
+        // Before the lock: the entry's bytes, and a read of the index's lines the write will touch (when its
+        // namespace is known), so that the cache misses of a large index are mostly taken outside the lock.
         int idShape = 0;
         int fpShape = 0;
         byte[] bytes = null;
-        Integer known = namespaceIds.get(key.namespace());
-        int knownHash = 0;
         if (remembered) {
             idShape = charsShape(id);
             fpShape = fingerprintShape(fingerprint);
             bytes = encode(id, idShape, fingerprint, fpShape);
         }
+        Integer known = namespaceIds.get(key.namespace());
         if (known != null) {
-            knownHash = hash(known, id);
-            warm(knownHash);
+            warm(hash(known, id));
         }
         long stamp = lock.writeLock();
         try {
             Tables t = tables;
-            // The namespace's index read before the lock is still its own unless every entry of it left meanwhile,
-            // or the tier was cleared (and its table of namespaces made small again).
-            boolean stillKnown = known != null && known < namespaces.length
-                    && key.namespace().equals(namespaces[known]);
-            int at = stillKnown ? indexOf(t, known, knownHash, id) : indexOf(t, key);
+            int at = indexOf(t, key);
             if (at >= 0) {
                 unlinkAt(t, at);
             }
@@ -290,11 +284,9 @@ final class CompletedKeys {
                 while (live >= maximumSize) {
                     popHead();
                 }
-                int ns = stillKnown && namespaces[known] != null ? acquireKnownNamespace(known)
-                        : acquireNamespace(key.namespace());
+                int ns = acquireNamespace(key.namespace());
                 makeRoom(bytes.length);
-                append(done, ns, stillKnown && known == ns ? knownHash : hash(ns, id), idShape,
-                        replied ? fpShape | REPLIED : fpShape, bytes);
+                append(done, ns, hash(ns, id), idShape, replied ? fpShape | REPLIED : fpShape, bytes);
             } else if (replied) {
                 forgotten.replyForgotten(key, done.token);
             }
@@ -491,11 +483,7 @@ final class CompletedKeys {
         }
         int ns = known;
         String id = key.id();
-        return indexOf(t, ns, hash(ns, id), id);
-    }
-
-    /** The position in the index of {@code id} in namespace {@code ns}, whose hash is {@code hash}, or -1. */
-    private int indexOf(Tables t, int ns, int hash, String id) {
+        int hash = hash(ns, id);
         long[] index = t.index;
         long[] entries = t.entries;
         byte[] arena = t.arena;
@@ -761,12 +749,6 @@ final class CompletedKeys {
                 insert(t.index, (int) (t.entries[e + HASH_START] >>> 32), slot);
             }
         }
-    }
-
-    /** {@link #acquireNamespace} of a namespace held by an entry, whose index is {@code ns}. */
-    private int acquireKnownNamespace(int ns) {
-        namespaceRefs[ns]++;
-        return ns;
     }
 
     private int acquireNamespace(String namespace) {
