@@ -69,7 +69,9 @@ import java.util.function.Supplier;
  *
  * <p><b>Time.</b> A claim carries its deadlines (lease end, and the lease end plus the request's
  * retention, until which a takeover still counts on from its attempts and starts); they are checked
- * lazily against the nano ticker under the key's lock, and a claim past its remembered-until time counts
+ * lazily under the key's lock against the nano ticker as read when the call began, once for a whole batch of
+ * claims or completions (a reading some microseconds old makes a lease it grants end that much sooner, and a
+ * deadline it checks look that much further away), and a claim past its remembered-until time counts
  * as absent (and is dropped by whichever operation meets it). Time only moves forward, so such a claim
  * never comes back; the sweep, which removes abandoned claims that nobody touches again, removes only
  * those and only the very instance it looked at ({@code remove(key, value)}), so it changes no key's
@@ -172,12 +174,14 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         this.watermarks = new Watermarks(ticker);
     }
 
+    /** Reads the ticker once for the whole batch (see Time, above). */
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
         int size = requests.size();
+        long now = ticker.getAsLong();
         if (size == 1) {
             long number = claimNumbers.next();
-            ClaimResult result = claim(requests.get(0), FencingTokens.next(), null, 0);
+            ClaimResult result = claim(requests.get(0), FencingTokens.next(), null, 0, now);
             if ((number & (SWEEP_EVERY - 1)) == 0) {
                 sweepIfDue(number);
             }
@@ -187,7 +191,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         long sweepNumber = 0;
         for (int i = 0; i < size; i++) {
             long number = claimNumbers.next();
-            results[i] = claim(requests.get(i), FencingTokens.next(), results, i);
+            results[i] = claim(requests.get(i), FencingTokens.next(), results, i, now);
             if ((number & (SWEEP_EVERY - 1)) == 0) {
                 sweepNumber = number;
             }
@@ -200,17 +204,17 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     }
 
     /**
-     * Claims one key. A duplicate is answered from the completed tier without the key's lock; everything else
-     * is decided under the key's lock in the claim map, where the completed tier is looked at again.
+     * Claims one key at {@code now}. A duplicate is answered from the completed tier without the key's lock;
+     * everything else is decided under the key's lock in the claim map, where the completed tier is looked at again.
      *
      * @param earlier the results of this batch so far, or {@code null} for a batch of one
      */
-    private ClaimResult claim(ClaimRequest request, long token, ClaimResult[] earlier, int count) {
-        Done done = completed.get(request.key());
+    private ClaimResult claim(ClaimRequest request, long token, ClaimResult[] earlier, int count, long now) {
+        Done done = completed.get(request.key(), now);
         if (done != null) {
             return duplicate(done, request.fingerprint());
         }
-        ClaimOp op = new ClaimOp(request, token, earlier, count);
+        ClaimOp op = new ClaimOp(request, token, earlier, count, now);
         claims.compute(request.key(), op);
         return op.result;
     }
@@ -233,18 +237,21 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     @Override
     public boolean completeWithReply(StoreKey key, long token, Duration retention, StoredReply reply) {
         ReplyStore.check(reply);
-        return complete(key, token, retention, null, reply);
+        return complete(key, token, retention, null, reply, ticker.getAsLong());
     }
 
     /** Completes under the key's lock, raising {@code advance} there too unless it is {@code null}. */
     private boolean complete(StoreKey key, long token, Duration retention, SequenceAdvance advance) {
-        return complete(key, token, retention, advance, null);
+        return complete(key, token, retention, advance, null, ticker.getAsLong());
     }
 
-    /** Completes under the key's lock, with {@code advance} and {@code reply} unless they are {@code null}. */
+    /**
+     * Completes under the key's lock at {@code now}, with {@code advance} and {@code reply} unless they are
+     * {@code null}.
+     */
     private boolean complete(StoreKey key, long token, Duration retention, SequenceAdvance advance,
-            StoredReply reply) {
-        CompleteOp op = new CompleteOp(token, nanos(retention), advance, reply);
+            StoredReply reply, long now) {
+        CompleteOp op = new CompleteOp(token, nanos(retention), advance, reply, now);
         claims.compute(key, op);
         return op.done;
     }
@@ -267,14 +274,15 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
      * with an advance, as {@link #completeAndAdvance} does); no
      * lock spans two keys, so a batch never holds up claims of its other keys. Nothing here can fail part way. A
      * request's reply is stored in its key's compute, as {@link #completeWithReply} stores it (its weight was checked
-     * when the request was made).
+     * when the request was made). The ticker is read once for the batch, as {@link #claim} does.
      */
     @Override
     public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         List<CompletionResult> results = new ArrayList<>(requests.size());
+        long now = ticker.getAsLong();
         for (CompletionRequest request : requests) {
             results.add(complete(request.key(), request.token(), request.retention(), request.advance(),
-                    request.reply()) ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
+                    request.reply(), now) ? CompletionResult.COMPLETED : CompletionResult.NOT_OWNER);
         }
         return results;
     }
@@ -598,18 +606,19 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         private final long token;
         private final ClaimResult[] earlier;
         private final int count;
+        private final long now;
         ClaimResult result;
 
-        ClaimOp(ClaimRequest request, long token, ClaimResult[] earlier, int count) {
+        ClaimOp(ClaimRequest request, long token, ClaimResult[] earlier, int count, long now) {
             this.request = request;
             this.token = token;
             this.earlier = earlier;
             this.count = count;
+            this.now = now;
         }
 
         @Override
         public Claim apply(StoreKey key, Claim claim) {
-            long now = ticker.getAsLong();
             if (claim == null) {
                 Done done = completed.get(key, now);
                 if (done != null) {
@@ -660,27 +669,28 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         private final long retention;
         private final SequenceAdvance advance;
         private final StoredReply reply;
+        private final long now;
         boolean done;
 
-        CompleteOp(long token, long retention, SequenceAdvance advance, StoredReply reply) {
+        CompleteOp(long token, long retention, SequenceAdvance advance, StoredReply reply, long now) {
             this.token = token;
             this.retention = retention;
             this.advance = advance;
             this.reply = reply;
+            this.now = now;
         }
 
         @Override
         public Claim apply(StoreKey key, Claim claim) {
             if (claim == null) {
                 // A retry by the owner whose completion already landed succeeds again.
-                Done already = completed.get(key);
+                Done already = completed.get(key, now);
                 done = already != null && already.token == token;
                 if (done && advance != null) {
                     watermarks.raise(advance);
                 }
                 return null;
             }
-            long now = ticker.getAsLong();
             if (!claim.rememberedAt(now)) {
                 return null;
             }

@@ -82,10 +82,14 @@ final class Claims {
         return Verdict.DEFER;
     }
 
-    /** Acts on one claim result. */
-    Verdict apply(Work w, ClaimResult result, boolean mayRecheck) {
+    /**
+     * Acts on one claim result.
+     *
+     * @param askedAt the ticker's reading taken before the store was asked: a lease it granted began no earlier
+     */
+    Verdict apply(Work w, ClaimResult result, boolean mayRecheck, long askedAt) {
         if (result instanceof ClaimResult.Acquired acquired) {
-            w.claim.acquired(acquired.token(), acquired.attempt(), s.now());
+            w.claim.acquired(acquired.token(), acquired.attempt(), askedAt);
             inFlight.hold(w);
             return Verdict.RUN;
         }

@@ -164,6 +164,7 @@ final class Intake {
      * those are asked once more before being deferred.
      */
     private void claimAll(List<ClaimRequest> requests, List<Work> claiming) {
+        long askedAt = s.now();
         List<ClaimResult> results = claims.claim(requests);
         if (results == null) {
             for (Work w : claiming) {
@@ -175,7 +176,7 @@ final class Intake {
         List<Work> recheck = null;
         for (int j = 0; j < requests.size(); j++) {
             Work w = claiming.get(j);
-            Claims.Verdict verdict = claims.apply(w, results.get(j), true);
+            Claims.Verdict verdict = claims.apply(w, results.get(j), true, askedAt);
             if (verdict == Claims.Verdict.RECHECK) {
                 if (recheck == null) {
                     recheckRequests = new ArrayList<>();
@@ -188,13 +189,14 @@ final class Intake {
             }
         }
         if (recheck != null) {
+            long askedAgainAt = s.now();
             List<ClaimResult> again = claims.claim(recheckRequests);
             for (int j = 0; j < recheck.size(); j++) {
                 Work w = recheck.get(j);
                 if (again == null) {
                     settle.retryLater(w, StoreCalls.BACKOFF_MAX, outcomes.storeUnavailable);
                 } else {
-                    Claims.Verdict verdict = claims.apply(w, again.get(j), false);
+                    Claims.Verdict verdict = claims.apply(w, again.get(j), false, askedAgainAt);
                     if (verdict == Claims.Verdict.RUN || verdict == Claims.Verdict.DEFER) {
                         w.dispatched = true;
                     }

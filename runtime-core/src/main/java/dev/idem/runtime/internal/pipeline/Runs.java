@@ -199,12 +199,13 @@ final class Runs implements KeyScheduler.Runner {
         if (local == Claims.Verdict.DEFER) {
             return Step.park(w.claim.deferredUntil() - s.now());
         }
+        long askedAt = s.now();
         List<ClaimResult> results = claims.claim(List.of(claims.request(w)));
         if (results == null) {
             settle.retryLater(w, StoreCalls.BACKOFF_MAX, outcomes.storeUnavailable);
             return Step.HANDED_BACK;
         }
-        return switch (claims.apply(w, results.get(0), false)) {
+        return switch (claims.apply(w, results.get(0), false, askedAt)) {
             case RUN -> null;
             case DEFER -> Step.park(w.claim.deferredUntil() - s.now());
             default -> Step.NEXT;

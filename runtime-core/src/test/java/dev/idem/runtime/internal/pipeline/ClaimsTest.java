@@ -32,10 +32,11 @@ class ClaimsTest {
     }
 
     /** Asks the store through the stage, as the intake does, and applies the single answer. */
-    private static Verdict claimAndApply(Claims claims, Work w, boolean mayRecheck) {
+    private Verdict claimAndApply(Claims claims, Work w, boolean mayRecheck) {
+        long askedAt = f.ticker.getAsLong();
         List<ClaimResult> results = claims.claim(List.of(claims.request(w)));
         assertThat(results).hasSize(1);
-        return claims.apply(w, results.get(0), mayRecheck);
+        return claims.apply(w, results.get(0), mayRecheck, askedAt);
     }
 
     @Test
@@ -43,8 +44,9 @@ class ClaimsTest {
         Claims claims = claims("");
         Work w = f.work("k1", "p");
 
+        long askedAt = f.ticker.getAsLong();
         List<ClaimResult> results = claims.claim(List.of(claims.request(w)));
-        Verdict verdict = claims.apply(w, results.get(0), true);
+        Verdict verdict = claims.apply(w, results.get(0), true, askedAt);
 
         assertThat(verdict).isEqualTo(Verdict.RUN);
         ClaimResult.Acquired acquired = (ClaimResult.Acquired) results.get(0);
@@ -53,7 +55,8 @@ class ClaimsTest {
         assertThat(w.claim.storeAttempt()).isEqualTo(1);
         assertThat(w.claim.suspect()).as("a fresh key is no suspect").isFalse();
         assertThat(w.claim.pending()).isFalse();
-        assertThat(w.claim.leaseRenewedAtNanos()).isEqualTo(f.ticker.getAsLong());
+        assertThat(w.claim.leaseRenewedAtNanos()).as("the lease began no earlier than the store was asked")
+                .isEqualTo(askedAt);
         assertThat(f.inFlight.holder("k1")).isSameAs(w);
         assertThat(delivery(w).settled()).isFalse();
     }
@@ -231,7 +234,7 @@ class ClaimsTest {
 
         ClaimResult answer = claims.claim(List.of(claims.request(w))).get(0);
         assertThat(((ClaimResult.InProgress) answer).retryAfter()).isEqualTo(Duration.ofNanos(leaseLeft));
-        Verdict verdict = claims.apply(w, answer, false);
+        Verdict verdict = claims.apply(w, answer, false, now);
 
         assertThat(verdict).isEqualTo(Verdict.DEFER);
         assertThat(w.claim.deferredUntil() - now).isEqualTo(leaseLeft);
