@@ -221,6 +221,9 @@ class CompletedKeysTest {
                 Base64.getUrlEncoder().withoutPadding().encodeToString(new byte[32]),
                 "A".repeat(42) + "B", // 43 base64url chars whose last bits are not zero: not a canonical encoding
                 sha.substring(0, 42) + "=", sha + "=", sha.substring(1), sha.replace('-', '+').replace('_', '/'),
+                // 43 chars, one outside ASCII whose low seven bits are a base64url char ('A', 'a'), one past Latin-1
+                sha.substring(0, 20) + "\u00C1" + sha.substring(21), sha.substring(0, 42) + "\u0161",
+                "." + sha.substring(1), sha.substring(0, 39) + "\u0000" + sha.substring(40),
                 "", "v1:abc", "é-指紋-🎉", "\uD800"));
         fingerprints.add(null);
         CompletedKeys keys = new CompletedKeys(100, 0, now::get);
