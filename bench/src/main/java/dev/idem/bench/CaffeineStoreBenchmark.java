@@ -1,7 +1,6 @@
 package dev.idem.bench;
 
 import dev.idem.spi.ClaimRequest;
-import dev.idem.spi.ClaimResult;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.DedupStoreProvider;
 import dev.idem.spi.StoreContext;
@@ -89,12 +88,7 @@ public class CaffeineStoreBenchmark {
 
     @Benchmark
     public int claimAndCompleteAll(Keys counter) {
-        List<ClaimRequest> requests = requests();
-        List<ClaimResult> results = store.claim(requests);
-        int done = Completers.completeAll(store, requests, results, RETENTION);
-        if (done != batch) {
-            throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
-        }
+        int done = Completers.claimAndCompleteAll(store, requests(), RETENTION);
         counter.keys += batch;
         return done;
     }

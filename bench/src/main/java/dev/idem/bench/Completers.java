@@ -95,4 +95,17 @@ public class Completers {
         }
         return done;
     }
+
+    /**
+     * Claims {@code requests}, each a fresh key, then completes them in one {@code completeAll}; throws unless every
+     * one was acquired and completed. Returns how many completed.
+     */
+    static int claimAndCompleteAll(DedupStore store, List<ClaimRequest> requests, Duration retention) {
+        int done = completeAll(store, requests, store.claim(requests), retention);
+        if (done != requests.size()) {
+            throw new IllegalStateException("Only " + done + " of " + requests.size()
+                    + " keys were acquired and completed");
+        }
+        return done;
+    }
 }

@@ -197,12 +197,7 @@ public class JdbcStoreBenchmark {
     /** The claim, then the batch's completions in one {@code completeAll}. */
     @Benchmark
     public int claimAndCompleteAll(Keys counter) {
-        List<ClaimRequest> requests = requests();
-        List<ClaimResult> results = store.claim(requests);
-        int done = Completers.completeAll(store, requests, results, RETENTION);
-        if (done != batch) {
-            throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
-        }
+        int done = Completers.claimAndCompleteAll(store, requests(), RETENTION);
         counter.keys += batch;
         return done;
     }

@@ -138,11 +138,7 @@ public class RedisStoreBenchmark {
         for (int i = 0; i < batch; i++) {
             requests.add(new ClaimRequest(new StoreKey("bench", Long.toString(next++)), null, LEASE, RETENTION));
         }
-        List<ClaimResult> results = store.claim(requests);
-        int done = Completers.completeAll(store, requests, results, RETENTION);
-        if (done != batch) {
-            throw new IllegalStateException("Only " + done + " of " + batch + " keys were acquired and completed");
-        }
+        int done = Completers.claimAndCompleteAll(store, requests, RETENTION);
         counter.keys += batch;
         return done;
     }
