@@ -174,7 +174,7 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
         this.watermarks = new Watermarks(ticker);
     }
 
-    /** Reads the ticker once for the whole batch (see Time, above). */
+    /** Reads the ticker once for the whole batch (see the class comment's Time paragraph). */
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
         int size = requests.size();
