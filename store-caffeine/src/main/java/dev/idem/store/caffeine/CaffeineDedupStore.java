@@ -187,6 +187,11 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
             }
             return List.of(result);
         }
+        List<StoreKey> keys = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            keys.add(requests.get(i).key());
+        }
+        completed.warmLookups(keys);
         ClaimResult[] results = new ClaimResult[size];
         long sweepNumber = 0;
         for (int i = 0; i < size; i++) {
@@ -279,6 +284,11 @@ final class CaffeineDedupStore implements InspectableDedupStore, SequencedDedupS
     @Override
     public List<CompletionResult> completeAll(List<CompletionRequest> requests) {
         List<CompletionResult> results = new ArrayList<>(requests.size());
+        List<StoreKey> keys = new ArrayList<>(requests.size());
+        for (CompletionRequest request : requests) {
+            keys.add(request.key());
+        }
+        completed.warmPuts(keys);
         long now = ticker.getAsLong();
         for (CompletionRequest request : requests) {
             results.add(complete(request.key(), request.token(), request.retention(), request.advance(),

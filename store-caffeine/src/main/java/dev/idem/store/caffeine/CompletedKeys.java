@@ -71,7 +71,9 @@ import java.util.function.ToIntFunction;
  *
  * <p><b>Locks.</b> Every write holds the write lock of one {@link StampedLock}, for the writes alone: {@link #put}
  * encodes the entry's bytes and reads the index's lines it is about to write (taking their cache misses) before it
- * takes the lock, which every completion needs and every read that meets it waits out.
+ * takes the lock, which every completion needs and every read that meets it waits out; a batch of claims or
+ * completions reads all its keys' lines first ({@link #warmLookups}, {@link #warmPuts}), so that their misses overlap
+ * instead of coming one after the other.
  * {@link #get} reads optimistically, without a lock, spinning a few microseconds at most while a write holds it,
  * then under the read lock; that read tolerates anything a concurrent write leaves half done (every array is read
  * once from one snapshot of references, every position derived from an entry is masked or checked against the array
@@ -294,6 +296,45 @@ final class CompletedKeys {
         } finally {
             lock.unlockWrite(stamp);
         }
+    }
+
+    /**
+     * Reads, without the lock, the index's lines that looking up each of {@code keys} will read, only to bring them
+     * into this core's cache, all at once, so that their misses overlap; nothing the tier does depends on the values.
+     */
+    void warmLookups(List<StoreKey> keys) {
+        Tables t = tables;
+        long[] index = t.index;
+        int mask = index.length - 1;
+        long sink = 0;
+        for (int i = 0, n = keys.size(); i < n; i++) {
+            StoreKey key = keys.get(i);
+            Integer known = namespaceIds.get(key.namespace());
+            if (known != null) {
+                sink += index[hash(known, key.id()) & mask];
+            }
+        }
+        keep(sink);
+    }
+
+    /**
+     * {@link #warmLookups} for completions about to be put, and the index's lines of the entries a full ring forgets
+     * for them.
+     */
+    void warmPuts(List<StoreKey> keys) {
+        warmLookups(keys);
+        Tables t = tables;
+        long[] index = t.index;
+        int mask = index.length - 1;
+        long sink = 0;
+        if (live >= maximumSize) {
+            long first = head;
+            for (int i = 0, n = keys.size(); i < n; i++) {
+                long entry = t.entries[((int) (first + i) & t.mask) * WORDS + HASH_START];
+                sink += index[(int) (entry >>> 32) & mask];
+            }
+        }
+        keep(sink);
     }
 
     /**
