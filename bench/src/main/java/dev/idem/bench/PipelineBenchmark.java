@@ -3,10 +3,6 @@ package dev.idem.bench;
 import dev.idem.runtime.Idem;
 import dev.idem.runtime.IdemRuntime;
 import dev.idem.spi.BrokerAdapter;
-import dev.idem.spi.ClaimRequest;
-import dev.idem.spi.ClaimResult;
-import dev.idem.spi.DedupStore;
-import dev.idem.spi.StoreKey;
 import dev.idem.spi.DeadLetterReason;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.DeliveryListener;
@@ -24,7 +20,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -157,39 +152,6 @@ public class PipelineBenchmark {
     @TearDown(Level.Trial)
     public void stop() {
         runtime.stop(Duration.ofSeconds(10));
-    }
-
-    /** Acquires every key, completes every token, remembers nothing: the cost of the pipeline alone. */
-    static final class BaselineStore implements DedupStore {
-        private final AtomicLong tokens = new AtomicLong();
-
-        @Override
-        public List<ClaimResult> claim(List<ClaimRequest> requests) {
-            ClaimResult[] results = new ClaimResult[requests.size()];
-            for (int i = 0; i < results.length; i++) {
-                results[i] = new ClaimResult.Acquired(tokens.incrementAndGet(), 1);
-            }
-            return List.of(results);
-        }
-
-        @Override
-        public boolean complete(StoreKey key, long token, Duration retention) {
-            return true;
-        }
-
-        @Override
-        public boolean release(StoreKey key, long token) {
-            return true;
-        }
-
-        @Override
-        public boolean renew(StoreKey key, long token, Duration lease) {
-            return true;
-        }
-
-        @Override
-        public void close() {
-        }
     }
 
     /** Plays the broker: keeps the pipeline's listener so the benchmark can push batches into it. */

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import dev.idem.api.TypedHandler;
-import dev.idem.bench.PipelineBenchmark.BaselineStore;
 import dev.idem.bench.PipelineBenchmark.CapturingAdapter;
 import dev.idem.bench.PipelineBenchmark.CountingDelivery;
 import dev.idem.runtime.Idem;

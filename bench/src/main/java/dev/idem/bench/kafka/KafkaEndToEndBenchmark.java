@@ -1,9 +1,11 @@
 package dev.idem.bench.kafka;
 
 import dev.idem.adapter.kafka.EmbeddedKafka;
+import dev.idem.bench.BaselineStore;
 import dev.idem.bench.EndToEnd;
 import dev.idem.bench.EndToEnd.Side;
 import dev.idem.bench.ThreadCpu;
+import dev.idem.api.MessageHandler;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.SubscriptionRequest;
@@ -51,7 +53,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * {@code java -cp bench/target/benchmarks.jar dev.idem.bench.kafka.KafkaEndToEndBenchmark [messages=1000000]
  * [rounds=3] [duplicate-percent=10]}; {@code -Didem.bench.settings=...} adds pipeline settings to Idem's side (YAML
  * lines, {@code \n} between them), e.g. {@code max-in-flight: 4000}; {@code -Didem.bench.sides=idem} runs only the sides
- * named; {@code -Didem.bench.cpu=true} adds the CPU time Idem's threads used per message, by role.
+ * named; {@code -Didem.bench.cpu=true} adds the CPU time Idem's threads used per message, by role;
+ * {@code -Didem.bench.store=baseline} runs Idem's side on a store that remembers nothing.
  */
 public final class KafkaEndToEndBenchmark {
 
@@ -72,6 +75,13 @@ public final class KafkaEndToEndBenchmark {
      */
     private static final boolean CPU = Boolean.getBoolean("idem.bench.cpu");
 
+    /**
+     * The store of Idem's side, {@code -Didem.bench.store=...}: {@code caffeine} (the default), or {@code baseline}, a
+     * store that acquires every key and remembers nothing ({@link BaselineStore}): what the pipeline costs beyond
+     * any store. With it no repeat is found, so every record runs the handler.
+     */
+    private static final String STORE = System.getProperty("idem.bench.store", "caffeine");
+
     private static final int PAYLOAD_BYTES = 100;
     private static final int KEYS = 1024;
     private static final int RAW_MAX_POLL_RECORDS = 2_000;
@@ -85,6 +95,10 @@ public final class KafkaEndToEndBenchmark {
         int duplicatePercent = args.length > 2 ? Integer.parseInt(args[2]) : 10;
         if (duplicatePercent < 0 || duplicatePercent > 50) {
             throw new IllegalArgumentException("duplicate-percent must be 0 to 50, not " + duplicatePercent);
+        }
+        if (!STORE.equals("caffeine") && !STORE.equals("baseline")) {
+            throw new IllegalArgumentException("-Didem.bench.store=" + STORE + ": unknown store; use caffeine (the"
+                    + " default) or baseline (remembers nothing)");
         }
         List<String> unknown = SIDES.stream().filter(side -> !ALL_SIDES.contains(side)).toList();
         if (!unknown.isEmpty()) {
@@ -110,8 +124,11 @@ public final class KafkaEndToEndBenchmark {
                     if (cpu != null) {
                         cpu.start();
                     }
-                    long took = KafkaBench.timeIdem(kafka, pipeline, topic, SETTINGS, messages, (message, context) -> {
-                    });
+                    MessageHandler noOp = (message, context) -> { };
+                    long took = STORE.equals("baseline")
+                            ? KafkaBench.timeIdem(kafka, pipeline, topic, SETTINGS, messages, noOp, "baseline",
+                                    "{ type: baseline }", new BaselineStore())
+                            : KafkaBench.timeIdem(kafka, pipeline, topic, SETTINGS, messages, noOp);
                     if (cpu != null) {
                         cpu.stop().forEach((role, nanos) -> idemCpu.merge(role, nanos, Long::sum));
                     }
