@@ -1,11 +1,11 @@
 package dev.idem.bench.kafka;
 
 import dev.idem.adapter.kafka.EmbeddedKafka;
+import dev.idem.api.MessageHandler;
 import dev.idem.bench.BaselineStore;
 import dev.idem.bench.EndToEnd;
 import dev.idem.bench.EndToEnd.Side;
 import dev.idem.bench.ThreadCpu;
-import dev.idem.api.MessageHandler;
 import dev.idem.spi.BrokerAdapter;
 import dev.idem.spi.Delivery;
 import dev.idem.spi.SubscriptionRequest;
